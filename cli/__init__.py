@@ -1,0 +1,1 @@
+"""kiln.cli: the `kiln` command, a thin shell over kiln.compiler and kiln.runtime."""

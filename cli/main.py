@@ -1,0 +1,62 @@
+"""The `kiln` command line.
+
+A thin shell: each command parses flags into the library's types and calls it. Heavy imports
+(torch, MLIR, IREE) happen inside the command bodies so that `kiln --help` is instant.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from typing import Any
+
+import click
+
+from kiln.errors import KilnError
+
+from .compile_command import compile_command
+from .run_command import run_command
+
+
+class KilnGroup(click.Group):
+    """Turns errors into one readable message and a non-zero exit; `--debug` keeps the traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KilnError as error:
+            if ctx.meta.get("kiln.debug"):
+                traceback.print_exc()
+            click.secho(f"error: {error}", fg="red", err=True)
+            sys.exit(1)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except Exception as error:  # a kiln bug: still one message unless asked for more
+            if ctx.meta.get("kiln.debug"):
+                raise
+            click.secho(
+                f"internal error: {type(error).__name__}: {error}\n  (a kiln bug; re-run with --debug for the traceback)",
+                fg="red",
+                err=True,
+            )
+            sys.exit(2)
+
+
+@click.group(cls=KilnGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(package_name="torchkiln", prog_name="kiln")
+def kiln() -> None:
+    """kiln: compile PyTorch models ahead of time into small, fast IREE artifacts.
+
+    \b
+    kiln compile model.py --target llvm-cpu -o model.vmfb --verify
+    kiln run model.vmfb --random
+    python -c "import kiln; m = kiln.load('model.vmfb'); print(m(x))"
+    """
+
+
+kiln.add_command(compile_command)
+kiln.add_command(run_command)
+
+
+def main() -> None:
+    kiln(prog_name="kiln")

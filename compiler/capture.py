@@ -1,0 +1,46 @@
+"""Capture: `torch.export` turns the user's module into an ExportedProgram.
+
+This is where most user-facing failures happen (Python control flow on tensor values, unsupported
+Python), so export errors are boiled down to one line and a pointer to the usual fix.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.export import ExportedProgram
+
+from kiln.errors import KilnError
+
+from .model_file import ModelSpec
+
+STAGE = "exported"
+
+# Substrings of torch.export's messages, and the fix each one usually needs.
+_KNOWN_FAILURES: tuple[tuple[str, str], ...] = (
+    (
+        "data-dependent",
+        "the model branches on a tensor's value (data-dependent control flow); "
+        "use torch.where or torch.cond instead of a Python `if` on a tensor",
+    ),
+    (
+        "Dynamic control flow is not supported",
+        "the model branches on a tensor's value; use torch.where or torch.cond instead of a Python `if`",
+    ),
+    ("Constraints violated", "a dimension marked dynamic is specialized by the model; fix dynamic_shapes"),
+)
+
+
+def capture(spec: ModelSpec) -> ExportedProgram:
+    try:
+        with torch.no_grad():
+            return torch.export.export(spec.module, spec.example_inputs, dynamic_shapes=spec.dynamic_shapes)
+    except Exception as exc:
+        message = str(exc).strip()
+        first_line = message.splitlines()[0] if message else type(exc).__name__
+        hint = next((fix for marker, fix in _KNOWN_FAILURES if marker in message), None)
+        where = f"{spec.source}: " if spec.source else ""
+        raise KilnError(
+            f"{where}torch.export failed: {type(exc).__name__}: {first_line}",
+            stage=STAGE,
+            hint=hint or "see https://pytorch.org/docs/stable/export.html; --debug shows the full trace",
+        ) from exc

@@ -1,0 +1,70 @@
+"""The hand-off to IREE: linalg-on-tensors text in, a `.vmfb` out.
+
+iree-compile runs as a child process: torch-mlir and IREE are separate MLIR builds (text is the
+only common format), and iree-compile can crash on bad flags; in a child process a crash becomes
+an error message instead of taking the CLI down with it.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+from iree.compiler.tools.binaries import find_tool
+
+from kiln.errors import KilnError
+
+STAGE = "vmfb"
+
+# Keep IREE's per-phase dumps readable: weights are elided there (they are in our own dumps).
+_DUMP_PRINT_FLAGS = ("--mlir-elide-resource-strings-if-larger=256", "--mlir-elide-elementsattrs-if-larger=64")
+_PHASE_FILE = re.compile(r"\.(\d+)\.([\w-]+)\.mlir$")  # "<module name>.<number>.<phase>.mlir"
+
+
+def iree_compile(mlir_text: str, flags: list[str], phase_dump: Path | None, reproducer: Path | None) -> bytes:
+    """Compile `mlir_text` with `flags`; with `phase_dump`, save each IREE phase as `<phase_dump>-NN-<phase>.mlir`."""
+    tool = find_tool("iree-compile")
+    with tempfile.TemporaryDirectory(prefix="kiln-iree-") as tmp:
+        source, output, phases = Path(tmp, "input.mlir"), Path(tmp, "output.vmfb"), Path(tmp, "phases")
+        source.write_text(mlir_text)
+        command = [tool, str(source), *flags, "-o", str(output)]
+        if phase_dump is not None:
+            command += [f"--dump-compilation-phases-to={phases}", *_DUMP_PRINT_FLAGS]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if phase_dump is not None and phases.is_dir():
+            _save_phases(phases, phase_dump)
+        if result.returncode != 0:
+            raise _failure(result, flags, reproducer)
+        return output.read_bytes()
+
+
+def _save_phases(phases: Path, phase_dump: Path) -> None:
+    for file in phases.iterdir():
+        match = _PHASE_FILE.search(file.name)
+        if match:
+            number, phase = match.groups()
+            target = phase_dump.with_name(f"{phase_dump.name}-{int(number):02d}-{phase}.mlir")
+            file.replace(target)
+
+
+def _failure(result: subprocess.CompletedProcess[str], flags: list[str], reproducer: Path | None) -> KilnError:
+    rerun = f"iree-compile {reproducer} {' '.join(flags)} -o out.vmfb" if reproducer else None
+    if result.returncode < 0:
+        name = signal.Signals(-result.returncode).name
+        return KilnError(
+            f"iree-compile crashed ({name}) with flags {' '.join(flags)}",
+            stage=STAGE,
+            file=reproducer,
+            hint="this is an IREE bug or an unsupported flag combination; reproduce with: " + (rerun or "--debug"),
+        )
+    errors = [line.strip() for line in result.stderr.splitlines() if "error:" in line]
+    first = errors[0] if errors else (result.stderr.strip().splitlines() or ["(no output)"])[-1]
+    return KilnError(
+        f"iree-compile failed: {first}",
+        stage=STAGE,
+        file=reproducer,
+        hint=f"reproduce with: {rerun}" if rerun else None,
+    )

@@ -1,0 +1,154 @@
+"""Load a user's model file: a Python file defining a module and its example inputs.
+
+Convention: `model` and `example_inputs` (a tuple of tensors), or `get_model()` and
+`get_example_inputs()`; `dynamic_shapes` is optional and passed to `torch.export`. Other names are
+picked with `--model NAME` / `--inputs NAME`. Everything that can go wrong here is the user's file,
+so each failure names the file and what was expected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kiln.errors import KilnError
+
+STAGE = "load"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model ready to capture: an eval-mode module, its example inputs, and where it came from."""
+
+    module: torch.nn.Module
+    example_inputs: tuple[torch.Tensor, ...]
+    dynamic_shapes: Any
+    source: Path | None
+    source_sha256: str | None
+
+
+def load_model_file(
+    path: Path, model_name: str | None = None, inputs_name: str | None = None
+) -> ModelSpec:
+    path = Path(path)
+    if not path.is_file():
+        raise KilnError(f"model file not found: {path}", stage=STAGE)
+    namespace = _execute(path)
+    module = _module_from(namespace, path, model_name)
+    inputs = _inputs_from(namespace, path, inputs_name)
+    return ModelSpec(
+        module=module.eval(),
+        example_inputs=inputs,
+        dynamic_shapes=namespace.get("dynamic_shapes"),
+        source=path,
+        source_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+    )
+
+
+def spec_from_module(module: torch.nn.Module, example_inputs: Any, dynamic_shapes: Any = None) -> ModelSpec:
+    """The Python API's way in: a module and inputs already in hand."""
+    if not isinstance(module, torch.nn.Module):
+        raise KilnError(f"expected a torch.nn.Module, got {type(module).__name__}", stage=STAGE)
+    return ModelSpec(
+        module=module.eval(),
+        example_inputs=_check_inputs(example_inputs, "example_inputs", "the call"),
+        dynamic_shapes=dynamic_shapes,
+        source=None,
+        source_sha256=None,
+    )
+
+
+def _execute(path: Path) -> dict[str, Any]:
+    module_name = f"kiln_user_model_{hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:8]}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec is not None and spec.loader is not None
+    user_module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent.resolve()))  # let the file import its neighbours
+    try:
+        spec.loader.exec_module(user_module)
+    except Exception as exc:
+        line = _line_in(exc, path)
+        where = f"{path}:{line}" if line else str(path)
+        raise KilnError(
+            f"{where} raised {type(exc).__name__} while being imported: {exc}", stage=STAGE
+        ) from exc
+    finally:
+        sys.path.remove(str(path.parent.resolve()))
+    return vars(user_module)
+
+
+def _line_in(exc: BaseException, path: Path) -> int | None:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
+    return frames[-1].lineno if frames else None
+
+
+def _module_from(namespace: dict[str, Any], path: Path, name: str | None) -> torch.nn.Module:
+    candidates = [name] if name else ["model", "get_model"]
+    for candidate in candidates:
+        if candidate in namespace:
+            value = _call_if_factory(namespace[candidate], candidate, path)
+            if not isinstance(value, torch.nn.Module):
+                raise KilnError(
+                    f"{path}: `{candidate}` is a {type(value).__name__}, not a torch.nn.Module", stage=STAGE
+                )
+            return value
+    found = sorted(
+        key
+        for key, value in namespace.items()
+        if not key.startswith("_")
+        and (isinstance(value, torch.nn.Module) or (callable(value) and key.startswith("get_")))
+    )
+    wanted = f"`{name}`" if name else "`model` or `get_model()`"
+    listing = ", ".join(found) if found else "none"
+    raise KilnError(
+        f"{path} defines no {wanted}; modules and factories found: {listing}",
+        stage=STAGE,
+        hint="define `model = MyModule()` in the file, or pick one with --model NAME",
+    )
+
+
+def _inputs_from(namespace: dict[str, Any], path: Path, name: str | None) -> tuple[torch.Tensor, ...]:
+    candidates = [name] if name else ["example_inputs", "get_example_inputs"]
+    for candidate in candidates:
+        if candidate in namespace:
+            value = _call_if_factory(namespace[candidate], candidate, path)
+            return _check_inputs(value, f"`{candidate}`", str(path))
+    wanted = f"`{name}`" if name else "`example_inputs` or `get_example_inputs()`"
+    raise KilnError(
+        f"{path} defines no {wanted}",
+        stage=STAGE,
+        hint="define `example_inputs = (torch.randn(8, 64),)`, a tuple of tensors, or pick one with --inputs NAME",
+    )
+
+
+def _call_if_factory(value: Any, name: str, path: Path) -> Any:
+    if not name.startswith("get_"):
+        return value
+    try:
+        return value()
+    except Exception as exc:
+        raise KilnError(f"{path}: `{name}()` raised {type(exc).__name__}: {exc}", stage=STAGE) from exc
+
+
+def _check_inputs(value: Any, what: str, where: str) -> tuple[torch.Tensor, ...]:
+    if isinstance(value, torch.Tensor):
+        value = (value,)
+    if isinstance(value, list):
+        value = tuple(value)
+    if not isinstance(value, tuple) or not all(isinstance(v, torch.Tensor) for v in value):
+        kinds = (
+            ", ".join(type(v).__name__ for v in value) if isinstance(value, tuple) else type(value).__name__
+        )
+        raise KilnError(
+            f"{where}: {what} must be a tuple of torch.Tensor, got {kinds}",
+            stage=STAGE,
+            hint="e.g. `example_inputs = (torch.randn(8, 64),)`",
+        )
+    return value

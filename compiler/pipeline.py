@@ -1,0 +1,191 @@
+"""The compiler as data: an ordered tuple of named stages, and one loop that runs them.
+
+Each stage maps the previous stage's value to the next (ModelSpec -> ExportedProgram -> Program
+-> ... -> Compiled). Stage names are the IR each one produces; the loop times every stage, writes
+its dump as `<index>-<name>.<suffix>`, and stops after `--stop-after`. It never names a stage.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from torch.export import ExportedProgram
+from torch_mlir import ir
+
+from kiln.errors import KilnError
+from kiln.passes import PASSES, PassGroup
+from kiln.passes.pass_api import PassFailure, run_pass
+from kiln.runtime.manifest import Manifest
+
+from .artifact import Compiled, versions
+from .capture import capture
+from .importer import import_program
+from .iree_backend import iree_compile
+from .model_file import ModelSpec
+from .options import CompileOptions
+from .signature import Signature, signature_of
+from .targets import get_target
+
+
+@dataclass
+class Program:
+    """MLIR on its way down, with the calling convention read off at import.
+
+    Pass stages rewrite `module` in place: each stage's dump is the record of what it produced.
+    """
+
+    module: ir.Module
+    signature: Signature
+
+    def __str__(self) -> str:
+        return str(self.module)
+
+
+@dataclass
+class StageContext:
+    """What every stage may read: the model, the options, and where its dump goes."""
+
+    spec: ModelSpec
+    options: CompileOptions
+    dump_stem: Path | None  # <dump_dir>/<index>-<name>, or None when not dumping
+    input_dump: Path | None  # the previous stage's dump: the reproducer if this stage fails
+    pass_times: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[Any, StageContext], Any]
+    suffix: str | None  # dump file suffix; None for a stage that writes its own dumps
+
+
+@dataclass(frozen=True)
+class StageReport:
+    name: str
+    seconds: float
+    dump: Path | None
+    pass_times: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Compilation:
+    """What a pipeline run made: the artifact (None after --stop-after) and how long each stage took."""
+
+    compiled: Compiled | None
+    stages: tuple[StageReport, ...]
+
+
+def stages_for(options: CompileOptions) -> tuple[Stage, ...]:
+    return (
+        Stage("exported", _capture, ".txt"),
+        Stage("aten", _import, ".mlir"),
+        *(Stage(group.name, _pass_group(group), ".mlir") for group in options.pipeline),
+        Stage("vmfb", _backend, None),
+    )
+
+
+def stage_names(options: CompileOptions = CompileOptions()) -> tuple[str, ...]:
+    return tuple(stage.name for stage in stages_for(options))
+
+
+def run_pipeline(
+    spec: ModelSpec, options: CompileOptions, progress: Callable[[str], None] = lambda line: None
+) -> Compilation:
+    get_target(options.target)  # an unknown target fails before any work is done
+    stages = stages_for(options)
+    if options.stop_after is not None and options.stop_after not in stage_names(options):
+        raise KilnError(
+            f"unknown stage '{options.stop_after}'; stages: {', '.join(stage_names(options))}", stage="options"
+        )
+    if options.dump_dir is not None:
+        options.dump_dir.mkdir(parents=True, exist_ok=True)
+    value: Any = spec
+    reports: list[StageReport] = []
+    input_dump: Path | None = None
+    for index, stage in enumerate(stages):
+        stem = options.dump_dir / f"{index:02d}-{stage.name}" if options.dump_dir is not None else None
+        context = StageContext(spec, options, stem, input_dump)
+        progress(f"[{index + 1}/{len(stages)}] {stage.name} ...")
+        start = time.perf_counter()
+        try:
+            value = stage.run(value, context)
+        except KilnError as error:
+            error.stage = error.stage or stage.name
+            raise
+        seconds = time.perf_counter() - start
+        dump = stem.with_name(stem.name + stage.suffix) if stem is not None and stage.suffix else None
+        if dump is not None:
+            dump.write_text(str(value))
+        input_dump = dump
+        reports.append(StageReport(stage.name, seconds, dump, context.pass_times))
+        progress(f"[{index + 1}/{len(stages)}] {stage.name} done in {seconds:.2f}s")
+        if stage.name == options.stop_after:
+            return Compilation(None, tuple(reports))
+    return Compilation(value, tuple(reports))
+
+
+def _capture(spec: ModelSpec, context: StageContext) -> ExportedProgram:
+    return capture(spec)
+
+
+def _import(program: ExportedProgram, context: StageContext) -> Program:
+    return Program(import_program(program), signature_of(program))
+
+
+def _pass_group(group: PassGroup) -> Callable[[Program, StageContext], Program]:
+    def run_group(program: Program, context: StageContext) -> Program:
+        for name in group.passes:
+            start = time.perf_counter()
+            try:
+                run_pass(program.module, PASSES[name])
+            except PassFailure as failure:
+                raise _lowering_error(failure, group, context) from failure
+            context.pass_times[name] = time.perf_counter() - start
+        return program
+
+    return run_group
+
+
+def _lowering_error(failure: PassFailure, group: PassGroup, context: StageContext) -> KilnError:
+    first = failure.diagnostics[0] if failure.diagnostics else None
+    where = f" (at {first.location.removeprefix('loc(').rstrip(')')})" if first and first.location else ""
+    subject = f"op {failure.op_name}" if failure.op_name else "the module"
+    detail = first.message.splitlines()[0] if first else "no diagnostic"
+    rerun = None
+    if context.input_dump is not None:
+        pipeline = ",".join(PASSES[name].pipeline or name for name in group.passes)
+        rerun = f"torch-mlir-opt --pass-pipeline='builtin.module({pipeline})' {context.input_dump}"
+    return KilnError(
+        f"{subject} failed in pass '{failure.pass_name}'{where}: {detail}",
+        stage=group.name,
+        file=context.input_dump,
+        hint=(
+            "the op has no lowering in torch-mlir; rewrite that part of the model with supported ops"
+            + (f"; reproduce with: {rerun}" if rerun else "")
+        ),
+    )
+
+
+def _backend(program: Program, context: StageContext) -> Compiled:
+    options = context.options
+    target = get_target(options.target)
+    flags = [*target.flags(options), f"--iree-opt-level={options.opt_level}", *options.extra_iree_flags]
+    text = program.module.operation.get_asm(enable_debug_info=True)
+    vmfb = iree_compile(text, flags, context.dump_stem, context.input_dump)
+    spec = context.spec
+    manifest = Manifest(
+        entry="main",
+        inputs=program.signature.inputs,
+        outputs=program.signature.outputs,
+        target=target.name,
+        driver=target.driver,
+        target_details=target.details(options),
+        iree_flags=tuple(flags),
+        versions=versions(),
+        source={"path": str(spec.source), "sha256": spec.source_sha256 or ""} if spec.source else {},
+    )
+    return Compiled(vmfb, manifest)

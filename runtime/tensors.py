@@ -1,0 +1,70 @@
+"""Moving values across the runtime boundary: torch/numpy in, IREE buffers through, torch/numpy out.
+
+bf16 is the awkward one: numpy has no bf16, and `asdevicearray` on an int16 view silently makes an
+si16 tensor, so bf16 inputs are copied with an explicit element type and bf16 outputs are
+reinterpreted bit-for-bit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import iree.runtime as rt
+import numpy as np
+import torch
+
+TORCH_DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float64": torch.float64,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "bool": torch.bool,
+}
+
+
+def dtype_name(dtype: torch.dtype | np.dtype) -> str:
+    """The manifest's name for a torch or numpy dtype ("float32", "bfloat16", ...)."""
+    if isinstance(dtype, torch.dtype):
+        return str(dtype).removeprefix("torch.")
+    name = np.dtype(dtype).name
+    return "bool" if name == "bool" else name
+
+
+def to_host_array(value: torch.Tensor | np.ndarray) -> np.ndarray:
+    """A contiguous host numpy array holding `value`'s bits; bf16 comes back as an int16 view.
+
+    CUDA tensors are copied to the host here: IREE and torch do not share device memory yet.
+    """
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach().cpu().contiguous()
+        if tensor.dtype == torch.bfloat16:
+            return tensor.view(torch.int16).numpy()
+        return tensor.numpy()
+    array = np.ascontiguousarray(value)
+    if array.dtype.name == "bfloat16":  # ml_dtypes' bfloat16
+        return array.view(np.int16)
+    return array
+
+
+def to_device(device: rt.HalDevice, array: np.ndarray, dtype: str) -> Any:
+    """What the invoker accepts for one argument: numpy as is, bf16 as an explicitly typed buffer view."""
+    if dtype != "bfloat16":
+        return array
+    return device.allocator.allocate_buffer_copy(
+        memory_type=rt.MemoryType.DEVICE_LOCAL,
+        allowed_usage=rt.BufferUsage.DEFAULT,
+        device=device,
+        buffer=array,
+        element_type=rt.HalElementType.BFLOAT_16,
+    )
+
+
+def to_torch(array: np.ndarray) -> torch.Tensor:
+    if array.dtype.name == "bfloat16":
+        return torch.from_numpy(array.view(np.int16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(np.array(array, copy=True))
