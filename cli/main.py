@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import traceback
+import warnings
 from typing import Any
 
 import click
@@ -59,4 +60,6 @@ kiln.add_command(run_command)
 
 
 def main() -> None:
+    # torch and torch-mlir emit FutureWarnings about their own internals on every export.
+    warnings.filterwarnings("ignore", category=FutureWarning)
     kiln(prog_name="kiln")

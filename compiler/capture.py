@@ -6,6 +6,11 @@ Python), so export errors are boiled down to one line and a pointer to the usual
 
 from __future__ import annotations
 
+import io
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr
+
 import torch
 from torch.export import ExportedProgram
 
@@ -32,7 +37,7 @@ _KNOWN_FAILURES: tuple[tuple[str, str], ...] = (
 
 def capture(spec: ModelSpec) -> ExportedProgram:
     try:
-        with torch.no_grad():
+        with torch.no_grad(), _quiet_torch_logs():
             return torch.export.export(spec.module, spec.example_inputs, dynamic_shapes=spec.dynamic_shapes)
     except Exception as exc:
         message = str(exc).strip()
@@ -44,3 +49,19 @@ def capture(spec: ModelSpec) -> ExportedProgram:
             stage=STAGE,
             hint=hint or "see https://pytorch.org/docs/stable/export.html; --debug shows the full trace",
         ) from exc
+
+
+@contextmanager
+def _quiet_torch_logs() -> Iterator[None]:
+    """On failure torch.export logs warnings and prints the partial graph to stderr; the error we
+    raise says what matters (--debug shows the full trace)."""
+    loggers = [logging.getLogger(name) for name in ("torch", *logging.root.manager.loggerDict) if name.startswith("torch")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        with redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)

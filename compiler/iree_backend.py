@@ -21,6 +21,8 @@ STAGE = "vmfb"
 
 # Keep IREE's per-phase dumps readable: weights are elided there (they are in our own dumps).
 _DUMP_PRINT_FLAGS = ("--mlir-elide-resource-strings-if-larger=256", "--mlir-elide-elementsattrs-if-larger=64")
+# LLVM's crash handler prints this, then exits with 256 - signal instead of dying by the signal.
+_CRASH_MARKER = "Stack dump:"
 _PHASE_FILE = re.compile(r"\.(\d+)\.([\w-]+)\.mlir$")  # "<module name>.<number>.<phase>.mlir"
 
 
@@ -52,15 +54,15 @@ def _save_phases(phases: Path, phase_dump: Path) -> None:
 
 def _failure(result: subprocess.CompletedProcess[str], flags: list[str], reproducer: Path | None) -> KilnError:
     rerun = f"iree-compile {reproducer} {' '.join(flags)} -o out.vmfb" if reproducer else None
-    if result.returncode < 0:
-        name = signal.Signals(-result.returncode).name
+    errors = [line.strip() for line in result.stderr.splitlines() if "error:" in line]
+    if result.returncode < 0 or _CRASH_MARKER in result.stderr:
+        before = f" after: {errors[0]}" if errors else ""
         return KilnError(
-            f"iree-compile crashed ({name}) with flags {' '.join(flags)}",
+            f"iree-compile crashed ({_signal_name(result.returncode)}){before}",
             stage=STAGE,
             file=reproducer,
-            hint="this is an IREE bug or an unsupported flag combination; reproduce with: " + (rerun or "--debug"),
+            hint="an IREE bug or an unsupported flag combination" + (f"; reproduce with: {rerun}" if rerun else ""),
         )
-    errors = [line.strip() for line in result.stderr.splitlines() if "error:" in line]
     first = errors[0] if errors else (result.stderr.strip().splitlines() or ["(no output)"])[-1]
     return KilnError(
         f"iree-compile failed: {first}",
@@ -68,3 +70,11 @@ def _failure(result: subprocess.CompletedProcess[str], flags: list[str], reprodu
         file=reproducer,
         hint=f"reproduce with: {rerun}" if rerun else None,
     )
+
+
+def _signal_name(returncode: int) -> str:
+    number = -returncode if returncode < 0 else 256 - returncode
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"exit code {returncode}"

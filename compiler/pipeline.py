@@ -7,6 +7,7 @@ its dump as `<index>-<name>.<suffix>`, and stops after `--stop-after`. It never 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -152,15 +153,16 @@ def _pass_group(group: PassGroup) -> Callable[[Program, StageContext], Program]:
 
 def _lowering_error(failure: PassFailure, group: PassGroup, context: StageContext) -> KilnError:
     first = failure.diagnostics[0] if failure.diagnostics else None
-    where = f" (at {first.location.removeprefix('loc(').rstrip(')')})" if first and first.location else ""
+    source = _SOURCE_LOCATION.search(first.location) if first else None
+    where = f" at {source.group(1)}:{source.group(2)}" if source else ""
     subject = f"op {failure.op_name}" if failure.op_name else "the module"
-    detail = first.message.splitlines()[0] if first else "no diagnostic"
+    detail = _shorten(first.message.splitlines()[0]) if first else "no diagnostic"
     rerun = None
     if context.input_dump is not None:
         pipeline = ",".join(PASSES[name].pipeline or name for name in group.passes)
         rerun = f"torch-mlir-opt --pass-pipeline='builtin.module({pipeline})' {context.input_dump}"
     return KilnError(
-        f"{subject} failed in pass '{failure.pass_name}'{where}: {detail}",
+        f"{subject}{where} failed in pass '{failure.pass_name}': {detail}",
         stage=group.name,
         file=context.input_dump,
         hint=(
@@ -168,6 +170,14 @@ def _lowering_error(failure: PassFailure, group: PassGroup, context: StageContex
             + (f"; reproduce with: {rerun}" if rerun else "")
         ),
     )
+
+
+# MLIR's file location, e.g. loc("/path/model.py":6:0); torch-mlir keeps the model's source lines.
+_SOURCE_LOCATION = re.compile(r'"([^"]+)":(\d+):\d+')
+
+
+def _shorten(text: str, limit: int = 240) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _backend(program: Program, context: StageContext) -> Compiled:

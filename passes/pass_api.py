@@ -51,16 +51,22 @@ class PassFailure(Exception):
 
     @property
     def op_name(self) -> str | None:
-        """The op the first diagnostic names, e.g. `torch.aten.median`."""
-        for diagnostic in self.diagnostics:
-            match = _OP_NAME.search(diagnostic.message)
-            if match:
-                return next(group for group in match.groups() if group)
+        """The op the diagnostics name, e.g. `torch.aten.median`."""
+        for pattern in _OP_NAMES:
+            for diagnostic in self.diagnostics:
+                match = pattern.search(diagnostic.message)
+                if match:
+                    return match.group(1)
         return None
 
 
-# `torch.operator "torch.aten.x"` (an op torch-mlir has no definition of) or `'torch.aten.x'`.
-_OP_NAME = re.compile(r'name = "([\w.]+)"|operation \'([\w.]+)\'|\'([\w.]+)\' op')
+# Most specific first: `torch.operator` wrapping an op torch-mlir has no definition of names the
+# real op in its `name` attribute; otherwise MLIR's "operation 'x'" / "'x' op" forms.
+_OP_NAMES = (
+    re.compile(r'name = "([\w.]+)"'),
+    re.compile(r"operation '([\w.]+)'"),
+    re.compile(r"'([\w.]+)' op"),
+)
 
 
 def run_pass(module: ir.Module, pass_: Pass) -> None:

@@ -1,0 +1,34 @@
+# kiln's developer entry points. `make demo` and `make test` work on a fresh machine: they build
+# .venv first. torch is installed on its own, pinned, so pip takes the CPU wheel and never pulls
+# a multi-GB CUDA build.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+BUILD := build
+
+.PHONY: install demo test test-fast lint clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+demo: install
+	@mkdir -p $(BUILD)
+	$(BIN)/kiln compile examples/mlp.py --target llvm-cpu -o $(BUILD)/mlp.vmfb --verify
+	$(BIN)/kiln run $(BUILD)/mlp.vmfb --random
+	$(BIN)/python examples/demo.py $(BUILD)/mlp.vmfb
+
+test: install
+	$(BIN)/python -m pytest -q tests
+
+lint: install
+	$(BIN)/ruff check kiln compiler passes runtime cli examples tests benchmarks
+
+clean:
+	rm -rf $(BUILD) .pytest_cache *.stages

@@ -1,0 +1,58 @@
+"""Shared test helpers: load example model files and compile them once per session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kiln.compiler import CompileOptions, Compiled, ModelSpec, load_model_file, run_pipeline
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def example_spec(name: str) -> ModelSpec:
+    return load_model_file(EXAMPLES / f"{name}.py")
+
+
+def compile_spec(spec: ModelSpec, **options: object) -> Compiled:
+    compilation = run_pipeline(spec, CompileOptions(**options))  # type: ignore[arg-type]
+    assert compilation.compiled is not None
+    return compilation.compiled
+
+
+def eager(spec: ModelSpec, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    with torch.no_grad():
+        result = spec.module(*(inputs or spec.example_inputs))
+    return result if isinstance(result, tuple) else (result,)
+
+
+def as_tuple(value: object) -> tuple[torch.Tensor, ...]:
+    return value if isinstance(value, tuple) else (value,)  # type: ignore[return-value]
+
+
+def cuda_visible() -> bool:
+    try:
+        import iree.runtime as rt
+
+        return bool(rt.get_driver("cuda").query_available_devices())
+    except Exception:
+        return False
+
+
+gpu = pytest.mark.skipif(not cuda_visible(), reason="no CUDA device visible to IREE")
+
+
+@pytest.fixture(scope="session")
+def compiled_examples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[ModelSpec, Compiled, Path]]:
+    """Every example compiled once for llvm-cpu, with dumps: name -> (spec, artifact, dump dir)."""
+    results = {}
+    for path in sorted(EXAMPLES.glob("*.py")):
+        if path.stem == "demo":
+            continue
+        dump_dir = tmp_path_factory.mktemp(path.stem)
+        spec = load_model_file(path)
+        results[path.stem] = (spec, compile_spec(spec, dump_dir=dump_dir), dump_dir)
+    return results

@@ -1,0 +1,119 @@
+"""The `kiln` command as a user meets it: compile, verify, stop early, run from the shell."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from click.testing import CliRunner
+
+from conftest import EXAMPLES, example_spec
+from kiln.cli.compile_command import STAGES
+from kiln.cli.main import kiln
+from kiln.compiler import stage_names
+
+MODELS = Path(__file__).parent / "models"
+KILN = str(Path(sys.executable).parent / "kiln")  # the console script of this environment
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(kiln, [str(a) for a in args])
+
+
+def test_compile_verify_then_run_with_npy(tmp_path):
+    artifact = tmp_path / "mlp.vmfb"
+    result = invoke("compile", EXAMPLES / "mlp.py", "-o", artifact, "--verify")
+    assert result.exit_code == 0, result.output
+    assert "verify linear_2: max abs error" in result.output and "ok" in result.output
+    assert "[5/5] vmfb done in" in result.output or "vmfb done in" in result.output
+    assert f"wrote {artifact}" in result.output
+    assert (tmp_path / "mlp.stages" / "00-exported.txt").is_file()
+
+    x = np.random.default_rng(0).standard_normal((8, 64), dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    result = invoke("run", artifact, "--input", tmp_path / "x.npy", "--output", tmp_path / "y.npy")
+    assert result.exit_code == 0, result.output
+    with torch.no_grad():
+        expected = example_spec("mlp").module(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_run_random_prints_every_output(tmp_path):
+    artifact = tmp_path / "two.vmfb"
+    assert invoke("compile", EXAMPLES / "embedding_two_outputs.py", "-o", artifact, "-q").exit_code == 0
+    result = invoke("run", artifact, "--random")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "linear: torch.float32 [4, 12, 5]"
+    assert lines[2] == "div: torch.float32 [4, 32]"
+
+
+def test_bf16_output_saved_as_float32(tmp_path):
+    artifact = tmp_path / "bf16.vmfb"
+    assert invoke("compile", EXAMPLES / "mlp_bf16.py", "-o", artifact, "-q", "--verify").exit_code == 0
+    x = np.random.default_rng(0).standard_normal((8, 64), dtype=np.float32)
+    np.save(tmp_path / "x.npy", x)
+    result = invoke("run", artifact, "-i", tmp_path / "x.npy", "-o", tmp_path / "y.npy")
+    assert result.exit_code == 0, result.output
+    y = np.load(tmp_path / "y.npy")
+    assert y.dtype == np.float32 and y.shape == (8, 32)
+    with torch.no_grad():
+        expected = example_spec("mlp_bf16").module(torch.from_numpy(x).bfloat16()).float().numpy()
+    np.testing.assert_allclose(y, expected, rtol=4e-2, atol=4e-2)
+
+
+def test_stop_after_keeps_dumps_and_writes_no_artifact(tmp_path):
+    artifact = tmp_path / "sincos.vmfb"
+    result = invoke("compile", EXAMPLES / "sincos.py", "-o", artifact, "--stop-after", "linalg")
+    assert result.exit_code == 0, result.output
+    assert "stopped after linalg" in result.output
+    dumps = sorted(p.name for p in (tmp_path / "sincos.stages").iterdir())
+    assert dumps[0] == "00-exported.txt" and dumps[-1].endswith("-linalg.mlir")
+    assert not any("vmfb" in name for name in dumps)
+    assert not artifact.exists()
+
+
+def test_named_model_and_inputs_with_custom_dump_dir(tmp_path):
+    dump_dir = tmp_path / "dumps"
+    result = invoke(
+        "compile", MODELS / "named.py", "--model", "classifier", "--inputs", "batch",
+        "-o", tmp_path / "c.vmfb", "--dump-dir", dump_dir, "--verify", "-q",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert (dump_dir / "00-exported.txt").is_file()
+
+
+def test_verify_failure_exits_nonzero_and_writes_nothing(tmp_path):
+    artifact = tmp_path / "mlp.vmfb"
+    # A zero tolerance: the encoder's float rounding differs from eager's, so verification fails.
+    result = invoke("compile", EXAMPLES / "encoder.py", "-o", artifact, "--verify", "--rtol", "0", "--atol", "0", "-q")
+    assert result.exit_code == 1
+    assert "MISMATCH" in result.output
+    assert "error: [verify] artifact does not match eager PyTorch within tolerance; artifact not written" in result.output
+    assert not artifact.exists()
+
+
+def test_stage_choices_match_the_pipeline():
+    assert STAGES == stage_names()
+
+
+def test_help_is_fast_and_teaches():
+    result = subprocess.run([KILN, "compile", "--help"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0
+    for stage in stage_names():
+        assert stage in result.stdout
+    assert "example_inputs" in result.stdout and "--stop-after" in result.stdout
+
+
+def test_demo_script_runs(tmp_path):
+    artifact = tmp_path / "mlp.vmfb"
+    assert invoke("compile", EXAMPLES / "mlp.py", "-o", artifact, "-q").exit_code == 0
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "demo.py"), str(artifact)], capture_output=True, text=True, cwd=EXAMPLES.parent
+    )
+    assert result.returncode == 0, result.stderr
+    assert "max abs error vs eager" in result.stdout
+    assert float(result.stdout.split()[-1]) < 1e-4
