@@ -18,9 +18,16 @@ from .common import debug_option
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for --random.")
 @click.option("-o", "--output", "outputs", multiple=True, type=click.Path(path_type=Path), help="Where to save each output as .npy, in order (repeatable).")
 @click.option("--device", help="cpu, cuda, cuda:1, vulkan [default: the artifact's own].")
+@click.option("--function", "function_name", metavar="NAME", help="Which function to call [default: the first, e.g. main].")
 @debug_option
 def run_command(
-    artifact: Path, inputs: tuple[Path, ...], use_random: bool, seed: int, outputs: tuple[Path, ...], device: str | None
+    artifact: Path,
+    inputs: tuple[Path, ...],
+    use_random: bool,
+    seed: int,
+    outputs: tuple[Path, ...],
+    device: str | None,
+    function_name: str | None,
 ) -> None:
     """Run ARTIFACT (a .vmfb with its .json manifest) and print or save its outputs.
 
@@ -32,6 +39,7 @@ def run_command(
     Examples:
       kiln run mlp.vmfb --input x.npy --output y.npy
       kiln run mlp.vmfb --random
+      kiln run autoencoder.vmfb --function decode --random
     """
     import numpy as np
     import torch
@@ -39,21 +47,28 @@ def run_command(
     import kiln
 
     module = kiln.load(artifact, device)
-    specs = module.manifest.inputs
+    function_name = function_name or module.manifest.entry
+    if function_name not in module.functions:
+        raise KilnError(
+            f"the artifact has no function '{function_name}'; it has: {', '.join(module.functions)}", stage="run"
+        )
+    function = module.functions[function_name]
+    specs = function.spec.inputs
     if use_random == bool(inputs):
         raise KilnError("give either --input (one per model input) or --random", stage="run")
     if use_random:
         generator = torch.Generator().manual_seed(seed)
-        values = [_random_tensor(spec.shape, spec.dtype, generator) for spec in specs]
+        sizes = {symbol: max(low or 1, 1) for symbol, (low, _) in function.spec.symbols.items()}
+        values = [_random_tensor(tuple(sizes.get(d, d) for d in spec.shape), spec.dtype, generator) for spec in specs]
     else:
         values = [_read_npy(path, spec.dtype) for path, spec in zip(inputs, specs)] + [
             _read_npy(path, None) for path in inputs[len(specs) :]
         ]
-    results = module(*values)
+    results = function(*values)
     results = results if isinstance(results, tuple) else (results,)
     if outputs and len(outputs) != len(results):
         raise KilnError(f"the artifact has {len(results)} output(s) but {len(outputs)} --output path(s) were given", stage="run")
-    for index, (spec, result) in enumerate(zip(module.manifest.outputs, results)):
+    for index, (spec, result) in enumerate(zip(function.spec.outputs, results)):
         if outputs:
             array = result.float().numpy() if result.dtype == torch.bfloat16 else result.numpy()
             np.save(outputs[index], array)

@@ -6,17 +6,22 @@ Python), so export errors are boiled down to one line and a pointer to the usual
 
 from __future__ import annotations
 
+import inspect
 import io
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import torch
 from torch.export import ExportedProgram
 
 from kiln.errors import KilnError
 
-from .model_file import ModelSpec
+from .model_file import EntryPoint, ModelSpec
+
+STAGE_OPTIONS = "options"
 
 STAGE = "exported"
 
@@ -35,20 +40,83 @@ _KNOWN_FAILURES: tuple[tuple[str, str], ...] = (
 )
 
 
-def capture(spec: ModelSpec) -> ExportedProgram:
+@dataclass(frozen=True)
+class Exported:
+    """One ExportedProgram per entry point, in the model's order."""
+
+    programs: dict[str, ExportedProgram]
+
+    def __str__(self) -> str:
+        return "\n".join(f"# entry point {name}\n{program}" for name, program in self.programs.items())
+
+
+def capture(spec: ModelSpec) -> Exported:
+    return Exported({entry.name: _export(entry, spec.source) for entry in spec.entries})
+
+
+def _export(entry: EntryPoint, source: Path | None) -> ExportedProgram:
     try:
-        with torch.no_grad(), _quiet_torch_logs():
-            return torch.export.export(spec.module, spec.example_inputs, dynamic_shapes=spec.dynamic_shapes)
+        with torch.no_grad(), _quiet_torch_logs(), _forward_is(entry.module, entry.method):
+            return torch.export.export(entry.module, entry.example_inputs, dynamic_shapes=entry.dynamic_shapes)
     except Exception as exc:
         message = str(exc).strip()
         first_line = message.splitlines()[0] if message else type(exc).__name__
         hint = next((fix for marker, fix in _KNOWN_FAILURES if marker in message), None)
-        where = f"{spec.source}: " if spec.source else ""
+        where = f"{source}: " if source else ""
+        which = f"entry point '{entry.name}': " if entry.name != "main" else ""
         raise KilnError(
-            f"{where}torch.export failed: {type(exc).__name__}: {first_line}",
+            f"{where}{which}torch.export failed: {type(exc).__name__}: {first_line}",
             stage=STAGE,
             hint=hint or "see https://pytorch.org/docs/stable/export.html; --debug shows the full trace",
         ) from exc
+
+
+@contextmanager
+def _forward_is(module: torch.nn.Module, method: str) -> Iterator[None]:
+    """torch.export exports `forward`; for another method, shadow forward with it while exporting."""
+    if method == "forward":
+        yield
+        return
+    module.forward = getattr(module, method)  # an instance attribute wins over the class's forward
+    try:
+        yield
+    finally:
+        del module.forward
+
+
+def mark_dynamic(spec: ModelSpec, marks: tuple[str, ...]) -> ModelSpec:
+    """Apply `--dynamic-dim INPUT:AXIS` marks (INPUT: a forward() argument name or its position).
+
+    Each marked axis becomes `Dim.DYNAMIC`: torch.export infers its bounds and which inputs share it,
+    and fails if the model forces it to one size.
+    """
+    if not marks:
+        return spec
+    if len(spec.entries) > 1:
+        raise KilnError(
+            "--dynamic-dim applies to one-function models; give each entry point's dynamic_shapes in the file",
+            stage=STAGE_OPTIONS,
+        )
+    names = list(inspect.signature(spec.module.forward).parameters)[: len(spec.example_inputs)]
+    shapes: list[dict[int, object]] = [{} for _ in spec.example_inputs]
+    for mark in marks:
+        name, _, axis_text = mark.partition(":")
+        index = names.index(name) if name in names else int(name) if name.isdigit() else -1
+        if not 0 <= index < len(shapes) or not axis_text.isdigit():
+            raise KilnError(
+                f"bad --dynamic-dim '{mark}': expected INPUT:AXIS with INPUT one of {', '.join(names)} "
+                f"(or 0..{len(shapes) - 1}) and AXIS a number",
+                stage=STAGE_OPTIONS,
+            )
+        axis = int(axis_text)
+        if axis >= spec.example_inputs[index].dim():
+            raise KilnError(
+                f"bad --dynamic-dim '{mark}': input '{names[index]}' has {spec.example_inputs[index].dim()} dimensions",
+                stage=STAGE_OPTIONS,
+            )
+        shapes[index][axis] = torch.export.Dim.DYNAMIC
+    entry = replace(spec.entries[0], dynamic_shapes=tuple(shape or None for shape in shapes))
+    return replace(spec, entries=(entry,))
 
 
 @contextmanager

@@ -1,7 +1,8 @@
 """Import: the ExportedProgram becomes torch-dialect MLIR made of `torch.aten.*` ops.
 
 torch-mlir's FX importer does the work. Before it, the program is decomposed with torch-mlir's
-own decomposition table (the ops its lowerings expect); weights are inlined as literals.
+own decomposition table (the ops its lowerings expect) and kiln's additions (decompositions.py). Weights are inlined as literals, or, when
+externalized, lifted into named parameters (see weights.py).
 """
 
 from __future__ import annotations
@@ -14,21 +15,34 @@ from torch_mlir.extras.fx_importer import FxImporter
 
 from kiln.errors import KilnError
 
+from .decompositions import KILN_DECOMPOSITIONS
+from .weights import Parameters, WeightHooks
+
 STAGE = "aten"
-ENTRY = "main"
 
 
-def import_program(program: ExportedProgram) -> ir.Module:
+def import_program(
+    programs: dict[str, ExportedProgram], external_weights: bool
+) -> tuple[ir.Module, Parameters | None]:
+    """Import each program as the function of its name into one module; weights are shared."""
     context = ir.Context()
     torch_dialect.register_dialect(context)
-    importer = FxImporter(context=context)
-    try:
-        decomposed = program.run_decompositions(get_decomposition_table())
-        importer.import_frozen_program(decomposed, func_name=ENTRY)
-    except NotImplementedError as exc:
-        raise KilnError(
-            f"the torch-mlir importer cannot import this program: {exc}",
-            stage=STAGE,
-            hint="an op or construct in the model has no MLIR import; --debug shows where",
-        ) from exc
-    return importer.module
+    context.allow_unregistered_dialects = True  # the `#stream.parameter.named` attribute is IREE's
+    module = ir.Module.create(ir.Location.unknown(context))
+    hooks = WeightHooks(module, external=external_weights)
+    for name, program in programs.items():
+        try:
+            decomposed = program.run_decompositions({**get_decomposition_table(), **KILN_DECOMPOSITIONS})
+            # The frozen import looks up every buffer in the state dict, but torch.export keeps
+            # non-persistent buffers (e.g. BERT's position_ids) among the constants.
+            for buffer in decomposed.graph_signature.non_persistent_buffers:
+                decomposed.state_dict[buffer] = decomposed.constants[buffer]
+            hooks.name_weights(decomposed)
+            FxImporter(module=module, hooks=hooks).import_frozen_program(decomposed, func_name=name)
+        except NotImplementedError as exc:
+            raise KilnError(
+                f"the torch-mlir importer cannot import this program: {exc}",
+                stage=STAGE,
+                hint="an op or construct in the model has no MLIR import; --debug shows where",
+            ) from exc
+    return module, Parameters(hooks.lifted) if external_weights else None

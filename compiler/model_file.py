@@ -24,14 +24,45 @@ STAGE = "load"
 
 
 @dataclass(frozen=True)
-class ModelSpec:
-    """A model ready to capture: an eval-mode module, its example inputs, and where it came from."""
+class EntryPoint:
+    """One function of the artifact: `module.<method>` called with inputs shaped like `example_inputs`."""
 
+    name: str  # the artifact's function name: "main" for a plain model file
     module: torch.nn.Module
     example_inputs: tuple[torch.Tensor, ...]
-    dynamic_shapes: Any
+    method: str = "forward"
+    dynamic_shapes: Any = None
+
+    def __call__(self, *inputs: torch.Tensor) -> Any:
+        """Eager PyTorch: what the compiled function must reproduce."""
+        with torch.no_grad():
+            return getattr(self.module, self.method)(*inputs)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model ready to capture: its entry points (eval-mode modules and example inputs) and origin.
+
+    Most models have one entry point, `main`; `module`, `example_inputs` and `dynamic_shapes`
+    are the first entry point's.
+    """
+
+    entries: tuple[EntryPoint, ...]
     source: Path | None
     source_sha256: str | None
+    precision: str | None = None  # "bf16"/"f16" when kiln converted an f32 model (see precision.py)
+
+    @property
+    def module(self) -> torch.nn.Module:
+        return self.entries[0].module
+
+    @property
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        return self.entries[0].example_inputs
+
+    @property
+    def dynamic_shapes(self) -> Any:
+        return self.entries[0].dynamic_shapes
 
 
 def load_model_file(
@@ -41,28 +72,48 @@ def load_model_file(
     if not path.is_file():
         raise KilnError(f"model file not found: {path}", stage=STAGE)
     namespace = _execute(path)
-    module = _module_from(namespace, path, model_name)
-    inputs = _inputs_from(namespace, path, inputs_name)
-    return ModelSpec(
-        module=module.eval(),
-        example_inputs=inputs,
-        dynamic_shapes=namespace.get("dynamic_shapes"),
-        source=path,
-        source_sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-    )
+    if "entry_points" in namespace and model_name is None and inputs_name is None:
+        entries = _entries_from(namespace["entry_points"], path)
+    else:
+        module = _module_from(namespace, path, model_name)
+        inputs = _inputs_from(namespace, path, inputs_name)
+        entries = (EntryPoint("main", module.eval(), inputs, dynamic_shapes=namespace.get("dynamic_shapes")),)
+    return ModelSpec(entries=entries, source=path, source_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
 
 
 def spec_from_module(module: torch.nn.Module, example_inputs: Any, dynamic_shapes: Any = None) -> ModelSpec:
     """The Python API's way in: a module and inputs already in hand."""
     if not isinstance(module, torch.nn.Module):
         raise KilnError(f"expected a torch.nn.Module, got {type(module).__name__}", stage=STAGE)
+    inputs = _check_inputs(example_inputs, "example_inputs", "the call")
     return ModelSpec(
-        module=module.eval(),
-        example_inputs=_check_inputs(example_inputs, "example_inputs", "the call"),
-        dynamic_shapes=dynamic_shapes,
-        source=None,
-        source_sha256=None,
+        entries=(EntryPoint("main", module.eval(), inputs, dynamic_shapes=dynamic_shapes),), source=None, source_sha256=None
     )
+
+
+def _entries_from(value: Any, path: Path) -> tuple[EntryPoint, ...]:
+    """`entry_points = {"encode": (model.encode, (x,)), "decode": (model.decode, (z,))}`: one artifact
+    function per item; the callable is a module (its forward) or a bound method of one."""
+    if not isinstance(value, dict) or not value:
+        raise KilnError(f"{path}: `entry_points` must be a non-empty dict name -> (method, example_inputs)", stage=STAGE)
+    entries = []
+    for name, item in value.items():
+        if not (isinstance(name, str) and name.isidentifier()):
+            raise KilnError(f"{path}: entry point name {name!r} is not an identifier", stage=STAGE)
+        if not (isinstance(item, tuple) and len(item) == 2):
+            raise KilnError(f"{path}: entry point '{name}' must be (method, example_inputs)", stage=STAGE)
+        function, inputs = item
+        if isinstance(function, torch.nn.Module):
+            module, method = function, "forward"
+        elif isinstance(getattr(function, "__self__", None), torch.nn.Module):
+            module, method = function.__self__, function.__name__
+        else:
+            raise KilnError(
+                f"{path}: entry point '{name}' must be an nn.Module or a method of one, got {type(function).__name__}",
+                stage=STAGE,
+            )
+        entries.append(EntryPoint(name, module.eval(), _check_inputs(inputs, f"entry point '{name}' inputs", str(path)), method))
+    return tuple(entries)
 
 
 def _execute(path: Path) -> dict[str, Any]:

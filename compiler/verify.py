@@ -20,7 +20,7 @@ DEFAULT_TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 
 @dataclass(frozen=True)
 class OutputCheck:
-    name: str
+    name: str  # "<output>", or "<function>.<output>" for an artifact of several functions
     max_abs_error: float
     max_rel_error: float
     ok: bool
@@ -29,15 +29,19 @@ class OutputCheck:
 def verify(
     compiled: Compiled, spec: ModelSpec, rtol: float | None = None, atol: float | None = None
 ) -> tuple[OutputCheck, ...]:
-    with torch.no_grad():
-        expected = spec.module(*spec.example_inputs)
-    actual = compiled(*spec.example_inputs)
-    expected_tuple = expected if isinstance(expected, tuple) else (expected,)
-    actual_tuple = actual if isinstance(actual, tuple) else (actual,)
-    return tuple(
-        _check(output.name, want, got, rtol, atol)
-        for output, want, got in zip(compiled.manifest.outputs, expected_tuple, actual_tuple, strict=True)
-    )
+    loaded = compiled.load()
+    checks = []
+    for entry in spec.entries:
+        function = loaded.functions[entry.name]
+        expected, actual = entry(*entry.example_inputs), function(*entry.example_inputs)
+        expected_tuple = expected if isinstance(expected, tuple) else (expected,)
+        actual_tuple = actual if isinstance(actual, tuple) else (actual,)
+        prefix = f"{entry.name}." if len(spec.entries) > 1 else ""
+        checks.extend(
+            _check(prefix + output.name, want, got, rtol, atol)
+            for output, want, got in zip(function.spec.outputs, expected_tuple, actual_tuple, strict=True)
+        )
+    return tuple(checks)
 
 
 def _check(name: str, expected: torch.Tensor, actual: torch.Tensor, rtol: float | None, atol: float | None) -> OutputCheck:

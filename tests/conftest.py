@@ -24,8 +24,9 @@ def compile_spec(spec: ModelSpec, **options: object) -> Compiled:
 
 
 def eager(spec: ModelSpec, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    with torch.no_grad():
-        result = spec.module(*(inputs or spec.example_inputs))
+    """Eager PyTorch's result for the first entry point (what calling the artifact runs)."""
+    entry = spec.entries[0]
+    result = entry(*(inputs or entry.example_inputs))
     return result if isinstance(result, tuple) else (result,)
 
 

@@ -1,0 +1,41 @@
+"""kiln's additions to the decomposition table applied before import.
+
+torch-mlir decomposes `aten.var_mean.correction` (what layer_norm becomes) by upcasting f32 to
+f64. On CPU that doubles the work and, for BERT's layer norms, makes IREE's llvm-cpu backend
+exceed its stack limit; GPUs without f64 (Vulkan) cannot run it at all. PyTorch's own CUDA
+kernels accumulate f32 variance in f32; so does this two-pass decomposition (mean, then the mean
+of squared deviations), with f16/bf16 computed in f32 and rounded once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+aten = torch.ops.aten
+
+
+def _var_mean(
+    x: torch.Tensor,
+    dim: list[int] | None = None,
+    *,
+    correction: float | None = None,
+    keepdim: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    dims = list(range(x.dim())) if dim is None else [d % x.dim() for d in dim]
+    compute = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+    count = math.prod(x.shape[d] for d in dims)
+    mean = compute.mean(dims, keepdim=True)
+    centered = compute - mean
+    divisor = max(count - (1.0 if correction is None else correction), 0)
+    var = (centered * centered).sum(dims, keepdim=keepdim) / divisor
+    if not keepdim:
+        mean = mean.squeeze(dims)
+    return var.to(x.dtype), mean.to(x.dtype)
+
+
+KILN_DECOMPOSITIONS: dict[torch._ops.OperatorBase, Callable[..., object]] = {
+    aten.var_mean.correction: _var_mean,
+}

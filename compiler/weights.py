@@ -1,0 +1,140 @@
+"""How weights enter the IR: inlined as literals, or lifted into named external parameters.
+
+torch-mlir's importer inlines every parameter and buffer as a `torch.vtensor.literal`, after which
+nothing can be externalized. With `external`, an importer hook instead declares each large weight
+as `ml_program.global @"<fqn>"(#stream.parameter.named<"model"::"<fqn>">)` and loads it with
+`ml_program.global_load_const`: torch-mlir's linalg contract allows ml_program, and IREE turns
+the global into a parameter read from an `.irpa` archive at load time. The archive holds the
+weights under their PyTorch names, so it can be inspected or replaced without recompiling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.export import ExportedProgram
+from torch_mlir import ir
+from torch_mlir.extras.fx_importer import FxImporterHooks, GraphNodeImporter
+from torch_mlir.passmanager import PassManager
+
+from kiln.errors import KilnError
+from kiln.runtime.manifest import PARAMETER_SCOPE
+from kiln.runtime.tensors import to_host_array
+
+AUTO_EXTERNAL_BYTES = 256 * 1024 * 1024  # `auto` externalizes models whose weights exceed this
+MIN_EXTERNAL_BYTES = 1024  # smaller tensors stay inline, where IREE can fold them
+POLICIES = ("auto", "inline", "external")
+
+# torch dtype -> MLIR element type of the builtin tensor a parameter global holds.
+_ELEMENT_TYPES = {
+    torch.float32: "f32",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.float64: "f64",
+    torch.int64: "i64",
+    torch.int32: "i32",
+    torch.int8: "i8",
+    torch.uint8: "ui8",
+}
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """Weights lifted out of the IR: PyTorch name -> tensor, served to the artifact under PARAMETER_SCOPE."""
+
+    tensors: dict[str, torch.Tensor]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.tensors.values())
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Each weight's bytes as a host array (bf16 as its int16 bits: the archive holds raw bytes)."""
+        return {name: to_host_array(tensor) for name, tensor in self.tensors.items()}
+
+
+def externalize(programs: list[ExportedProgram], policy: str) -> bool:
+    if policy not in POLICIES:
+        raise KilnError(f"unknown --params '{policy}'; known: {', '.join(POLICIES)}", stage="options")
+    if policy != "auto":
+        return policy == "external"
+    weights = {id(t): t for p in programs for t in [*p.state_dict.values(), *p.constants.values()]}
+    return sum(t.numel() * t.element_size() for t in weights.values()) > AUTO_EXTERNAL_BYTES
+
+
+class WeightHooks(FxImporterHooks):
+    """Importer hook for every weight of at least MIN_EXTERNAL_BYTES: a named parameter global when
+    `external`, else an inline literal built straight from the tensor's memory (torch-mlir's own
+    path goes through `tensor.tolist()`, which takes minutes for a 100M-parameter model)."""
+
+    def __init__(self, module: ir.Module, external: bool) -> None:
+        self._names: dict[int, str] = {}
+        self._module = module
+        self._external = external
+        self._literals: dict[str, ir.Attribute] = {}  # one copy of each weight, however many functions use it
+        self.lifted: dict[str, torch.Tensor] = {}
+        if external:
+            _load_torch_conversion_dialect(module.context)
+
+    def name_weights(self, program: ExportedProgram) -> None:
+        """Learn the names of `program`'s weights (by identity) before it is imported."""
+        for name, tensor in [*program.state_dict.items(), *program.constants.items()]:
+            self._names.setdefault(id(tensor), name)  # a tied weight keeps its first name
+
+    def resolve_literal(self, gni: GraphNodeImporter, literal: object, info: object) -> ir.Value | None:
+        if not isinstance(literal, torch.Tensor) or id(literal) not in self._names:
+            return None
+        if literal.numel() * literal.element_size() < MIN_EXTERNAL_BYTES or literal.dtype not in _ELEMENT_TYPES:
+            return None
+        name = self._names[id(literal)]
+        context = self._module.context
+        tensor_type = ir.RankedTensorType.get(list(literal.shape), ir.Type.parse(_ELEMENT_TYPES[literal.dtype], context))
+        vtensor_type = gni._cc.tensor_to_vtensor_type(literal)
+        location = ir.Location.unknown(context)
+        if not self._external:
+            if name not in self._literals:
+                self._literals[name] = ir.DenseResourceElementsAttr.get_from_buffer(
+                    to_host_array(literal.detach()), f"torch_tensor.{name}", tensor_type, context=context
+                )
+            data = self._literals[name]
+            literal_op = ir.Operation.create(
+                "torch.vtensor.literal", results=[vtensor_type], attributes={"value": data}, loc=location
+            )
+            return literal_op.result
+        if name not in self.lifted:
+            self._declare_global(name, tensor_type)
+            self.lifted[name] = literal.detach()
+        load = ir.Operation.create(
+            "ml_program.global_load_const",
+            results=[tensor_type],
+            attributes={"global": ir.FlatSymbolRefAttr.get(name, context)},
+            loc=location,
+        )
+        return ir.Operation.create(
+            "torch_c.from_builtin_tensor", results=[vtensor_type], operands=[load.result], loc=location
+        ).result
+
+    def _declare_global(self, name: str, tensor_type: ir.RankedTensorType) -> None:
+        context = self._module.context
+        parameter = ir.Attribute.parse(f'#stream.parameter.named<"{PARAMETER_SCOPE}"::"{name}"> : {tensor_type}', context)
+        with ir.InsertionPoint.at_block_begin(self._module.body), ir.Location.unknown(context):
+            ir.Operation.create(
+                "ml_program.global",
+                attributes={
+                    "sym_name": ir.StringAttr.get(name),
+                    "sym_visibility": ir.StringAttr.get("private"),
+                    "type": ir.TypeAttr.get(tensor_type),
+                    "value": parameter,
+                },
+            )
+
+
+def _load_torch_conversion_dialect(context: ir.Context) -> None:
+    """`torch_c` is only loaded as a dependency of the lowering passes; running them on an empty
+    module loads it, so the hook can build `torch_c.from_builtin_tensor`."""
+    with context:
+        PassManager.parse("builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline)").run(
+            ir.Module.parse("module {}").operation
+        )
