@@ -15,7 +15,10 @@ import click
 
 from kiln.errors import KilnError
 
+from .bench_command import bench_command
 from .compile_command import compile_command
+from .opt_command import opt_command
+from .passes_command import passes_command
 from .run_command import run_command
 
 
@@ -57,6 +60,9 @@ def kiln() -> None:
 
 kiln.add_command(compile_command)
 kiln.add_command(run_command)
+kiln.add_command(passes_command)
+kiln.add_command(opt_command)
+kiln.add_command(bench_command)
 
 
 def main() -> None:

@@ -1,0 +1,382 @@
+"""The benchmark suite: every model file in benchmarks/models/, for one target, against eager and Inductor.
+
+Two phases, so that artifacts compiled here can be timed on a machine that has only the runtime:
+
+    python benchmarks/suite.py run --target llvm-cpu               # compile and time here
+    python benchmarks/suite.py compile --target cuda --thin -o .device-carry/bench-cuda
+    python benchmarks/suite.py time .device-carry/bench-cuda       # there: needs kiln.runtime and torch
+    python benchmarks/suite.py collect                             # results/*.json -> RESULTS.md
+
+A case is one model file at one dtype and one batch size, named `<model>-<dtype>-<batch>`. A model
+file lists its `DTYPES` and `BATCHES` and takes them as `get_model(dtype=...)` and
+`get_example_inputs(batch=..., dtype=...)`; its defaults make it a plain model file for `kiln
+compile`. `compile` writes a bundle folder: one artifact and manifest per case, and `bundle.json`
+(the cases, their compile times, the compile machine). `time` writes `results/<target>-<device>.json`
+and `.md`, after every case, so a run stopped at a time limit keeps what it measured; `--resume`
+carries on from such a file. benchmarks/README.md says how to run it on the GPU machine.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import gc
+import json
+import runpy
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import click
+import torch
+from thin import model_tensors, thicken, thin
+
+from kiln.runtime.bench import (
+    CpuClock,
+    Settings,
+    bench,
+    cpu_clock,
+    describe_inputs,
+    environment,
+    fresh_inductor_cache,
+    others_share,
+    torch_device_for,
+    use_threads,
+)
+from kiln.runtime.bench_results import SCHEMA, CaseResult, Report, report_markdown
+from kiln.runtime.module import load
+
+BENCHMARKS = Path(__file__).resolve().parent
+ROOT = BENCHMARKS.parent
+MODELS = BENCHMARKS / "models"
+RESULTS = BENCHMARKS / "results"
+BUNDLE_SCHEMA = "kiln-bench-bundle/1"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One model file at one dtype and batch size; after `compile`, its artifact or why there is none."""
+
+    name: str  # <model>-<dtype>-<batch>
+    model: str
+    file: str  # the model file, relative to the repository root when inside it
+    dtype: str
+    batch: str
+    artifact: str | None = None  # file name in the bundle: <name>.vmfb, or <name>.thin with `recipe`
+    recipe: dict[str, Any] | None = None  # thin.thicken's recipe
+    compile_s: float | None = None
+    error: str | None = None
+
+
+def find_cases(models: Path, only: tuple[str, ...]) -> list[Case]:
+    """Every (model, dtype, batch) of the model files in `models`, kept if a name matches a pattern of `only`."""
+    cases = []
+    for file in sorted(models.glob("*.py")):
+        namespace = _run(file)
+        for name in ("DTYPES", "BATCHES", "get_model", "get_example_inputs"):
+            if name not in namespace:
+                raise click.ClickException(f"{file} defines no {name}; a suite model file needs all four")
+        for dtype in namespace["DTYPES"]:
+            for batch in namespace["BATCHES"]:
+                case = Case(f"{file.stem}-{dtype}-{batch}", file.stem, _relative(file), dtype, batch)
+                if not only or any(fnmatch.fnmatch(case.name, pattern) for pattern in only):
+                    cases.append(case)
+    return cases
+
+
+def compile_cases(cases: list[Case], target: str, gpu_arch: str | None, bundle: Path, thin_artifacts: bool) -> None:
+    """Compile every case into `bundle`; a case that fails to compile is recorded with its error."""
+    from kiln.compiler import CompileOptions, run_pipeline, spec_from_module  # not on a runtime-only machine
+    from kiln.compiler.targets import get_target
+
+    # A thin bundle carries no weights, so they must be inline (`auto` would keep a large model's in an .irpa).
+    params = "inline" if thin_artifacts else "auto"
+    options = CompileOptions(target=target, params=params, **({"gpu_arch": gpu_arch} if gpu_arch else {}))
+    bundle.mkdir(parents=True, exist_ok=True)
+    machine, versions = environment("cpu")
+    header = {
+        "schema": BUNDLE_SCHEMA,
+        "target": target,
+        "driver": get_target(target).driver,
+        "gpu_arch": gpu_arch,
+        "kiln_source": _git_state(),
+        "created": _now(),
+        "command": _command(),
+        "machine": machine,
+        "versions": versions,
+    }
+    done: list[Case] = []
+    for case in cases:
+        click.echo(f"compile {case.name} ...", err=True)
+        model, inputs = _model_and_inputs(case)
+        start = time.perf_counter()
+        try:
+            compiled = run_pipeline(spec_from_module(model, inputs), options).compiled
+        except Exception as exc:  # a model kiln cannot compile is a result, not the end of the run
+            done.append(replace(case, error=f"kiln compile failed: {_first_line(exc)}"))
+            click.echo(f"  {done[-1].error}", err=True)
+        else:
+            assert compiled is not None
+            compile_s = time.perf_counter() - start
+            recipe = None
+            if thin_artifacts:
+                thinned, recipe = thin(compiled.vmfb, model_tensors(model))
+                artifact = bundle / f"{case.name}.thin"
+                artifact.write_bytes(thinned)
+                (bundle / f"{case.name}.json").write_text(compiled.manifest.to_json())
+            else:
+                artifact = compiled.save(bundle / f"{case.name}.vmfb")
+            done.append(replace(case, artifact=artifact.name, recipe=recipe, compile_s=compile_s))
+            click.echo(f"  {compile_s:.1f}s, {artifact.stat().st_size / 2**20:.1f} MiB", err=True)
+        bundle_json = {**header, "cases": [asdict(case) for case in done]}
+        (bundle / "bundle.json").write_text(json.dumps(bundle_json, indent=2) + "\n")
+        del model, inputs
+        gc.collect()
+
+
+def time_cases(
+    bundle: Path,
+    device: str | None,
+    settings: Settings,
+    threads: int,
+    only: tuple[str, ...],
+    resume: Path | None,
+    deadline_s: float | None,
+    output: Path | None,
+) -> Path:
+    """Time every compiled case of `bundle`; returns the results file (its .md is beside it)."""
+    use_threads(threads)  # before the first artifact is loaded
+    data = json.loads((bundle / "bundle.json").read_text())
+    if data.get("schema") != BUNDLE_SCHEMA:
+        raise click.ClickException(f"{bundle}/bundle.json is not a {BUNDLE_SCHEMA} bundle")
+    cases = [Case(**case) for case in data["cases"]]
+    cases = [case for case in cases if not only or any(fnmatch.fnmatch(case.name, p) for p in only)]
+    torch_device = torch_device_for(data["driver"], device)
+    label = _device_label(torch_device)
+    output = output or RESULTS / f"{data['target']}-{label}.json"
+    results = list(Report.from_json(resume.read_text()).cases) if resume and resume.is_file() else []
+    machine, versions = environment(torch_device)
+    for name in ("iree-base-compiler", "torch-mlir"):  # what compiled the artifacts, wherever that was
+        versions[name] = data["versions"][name]
+    report = Report(
+        target=data["target"],
+        device=label,
+        created=_now(),
+        command=_command(),
+        machine=machine,
+        versions=versions,
+        settings={
+            **asdict(settings),
+            "threads": threads,
+            "gpu_arch": data.get("gpu_arch"),
+            "compiled_on": data["machine"]["cpu"],
+            "kiln_source": data.get("kiln_source", "unknown"),
+            "compile_command": data["command"],
+            "inductor_cache": "fresh",
+        },
+        cases=(),
+    )
+    fresh_inductor_cache(tempfile.mkdtemp(prefix="kiln-bench-inductor-"))
+    order = {case.name: index for index, case in enumerate(cases)}
+    start, clock, left = time.perf_counter(), cpu_clock(), []
+    for case in cases:
+        if case.name in {result.name for result in results}:
+            continue
+        if deadline_s is not None and time.perf_counter() - start > deadline_s:
+            left.append(case.name)
+            continue
+        click.echo(f"time {case.name} ...", err=True)
+        results.append(_time_case(case, bundle, device, settings))
+        results.sort(key=lambda result: order.get(result.name, len(order)))
+        gc.collect()  # the case's model and artifact, before the next one's
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        _write(report, results, clock, output)
+    _write(report, results, clock, output)
+    if left:
+        click.echo(f"{len(left)} case(s) left at the deadline; carry on with --resume {output}", err=True)
+    return output
+
+
+def _time_case(case: Case, bundle: Path, device: str | None, settings: Settings) -> CaseResult:
+    result = CaseResult(case.name, case.model, case.dtype, case.batch, "", error=case.error)
+    if case.error is not None or case.artifact is None:
+        return result
+    try:
+        model, inputs = _model_and_inputs(case)
+        result = replace(result, inputs=describe_inputs(inputs))
+        path = bundle / f"{case.name}.vmfb"
+        if case.recipe is not None:  # a thin artifact: put the model's weights back
+            path.write_bytes(thicken((bundle / case.artifact).read_bytes(), case.recipe, model_tensors(model)))
+        module = load(path, device)
+        numerics, timings, error = bench(module, model, inputs, settings, device, case.compile_s)
+        return replace(result, timings=timings, numerics=numerics, error=error)
+    except Exception as exc:  # one case's failure is a result; the run goes on
+        return replace(result, error=f"{type(exc).__name__}: {_first_line(exc)}")
+
+
+GENERATED = "<!-- Everything below is generated from results/*.json by `python benchmarks/suite.py collect`. -->"
+
+
+def collect(results: Path, destination: Path) -> None:
+    """Rewrite RESULTS.md below its GENERATED line from every results/*.json (and each .md beside its .json)."""
+    reports = []
+    for path in sorted(results.glob("*.json")):
+        if json.loads(path.read_text()).get("schema") != SCHEMA:
+            continue  # another tool's results
+        report = Report.from_json(path.read_text())
+        path.with_suffix(".md").write_text(report_markdown(report))
+        reports.append(report)
+    text = destination.read_text() if destination.is_file() else ""
+    preface = text.split(GENERATED)[0].rstrip() if GENERATED in text else text.rstrip()
+    sections = "\n\n".join(report_markdown(report) for report in reports)
+    destination.write_text(f"{preface}\n\n{GENERATED}\n\n{sections}".lstrip())
+
+
+def _write(report: Report, cases: list[CaseResult], clock: CpuClock | None, output: Path) -> None:
+    """The report so far, with the share of the CPUs other processes took since `clock`."""
+    busy = others_share(clock, cpu_clock())
+    report = replace(report, machine={**report.machine, "others_cpu_share": busy}).with_cases(cases)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(report.to_json())
+    output.with_suffix(".md").write_text(report_markdown(report))
+
+
+def _model_and_inputs(case: Case) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
+    namespace = _run(ROOT / case.file if not Path(case.file).is_absolute() else Path(case.file))
+    model = namespace["get_model"](dtype=case.dtype).eval()
+    return model, tuple(namespace["get_example_inputs"](batch=case.batch, dtype=case.dtype))
+
+
+def _run(file: Path) -> dict[str, Any]:
+    return runpy.run_path(str(file), run_name=f"kiln_bench_{file.stem}")
+
+
+def _device_label(torch_device: str) -> str:
+    """"cpu", or the GPU's name without its maker: "NVIDIA H200" -> "h200"."""
+    if torch_device == "cpu":
+        return "cpu"
+    name = torch.cuda.get_device_name(torch.device(torch_device)).lower()
+    return name.removeprefix("nvidia ").removeprefix("amd ").replace(" ", "-")
+
+
+def _git_state() -> str:
+    """The commit the compiler came from, "-dirty" if the working tree had changes: e.g. "b9cf343-dirty"."""
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True, timeout=30
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return result.stdout.strip() or "unknown"
+
+
+def _relative(file: Path) -> str:
+    return str(file.relative_to(ROOT)) if file.is_relative_to(ROOT) else str(file)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _command() -> str:
+    return shlex.join(["python", "benchmarks/suite.py", *sys.argv[1:]])
+
+
+# ---------------------------------------------------------------------------------------------------
+# The command line
+
+
+def _settings_options(function: Any) -> Any:
+    options = (
+        click.option("--device", help="IREE device: cpu, cuda, cuda:1 [default: the artifacts' own]."),
+        click.option("--warmup", type=int, default=5, show_default=True, help="Untimed calls first."),
+        click.option("--iterations", type=int, default=50, show_default=True, help="Timed calls, at most."),
+        click.option("--budget-s", type=float, default=5.0, show_default=True, help="Fewer timed calls past this (3 at least)."),
+        click.option("--threads", type=int, help="CPU threads for torch and IREE alike [default: torch's]."),
+        click.option("--no-inductor", is_flag=True, help="Skip torch.compile."),
+        click.option("--resume", type=click.Path(path_type=Path), help="Keep the cases already in this results file."),
+        click.option("--deadline-s", type=float, help="Start no case after this many seconds; --resume carries on."),
+        click.option("-o", "--output", type=click.Path(path_type=Path), help="Results file [default: results/<target>-<device>.json]."),
+    )
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _only_option(function: Any) -> Any:
+    return click.option("--only", multiple=True, metavar="PATTERN", help="Cases matching this glob, e.g. 'mlp-*' or '*-f32-small' (repeatable).")(function)
+
+
+def _run_time(bundle: Path, options: dict[str, Any], only: tuple[str, ...]) -> None:
+    settings = Settings(options["warmup"], options["iterations"], options["budget_s"], not options["no_inductor"])
+    threads = options["threads"] or torch.get_num_threads()
+    output = time_cases(
+        bundle, options["device"], settings, threads, only, options["resume"], options["deadline_s"], options["output"]
+    )
+    click.echo(output.with_suffix(".md").read_text())
+    click.echo(f"wrote {output} and {output.with_suffix('.md')}")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+def suite() -> None:
+    """kiln's benchmark suite: compile, time against eager PyTorch and Inductor, tabulate."""
+
+
+@suite.command("compile")
+@click.option("--target", default="llvm-cpu", show_default=True)
+@click.option("--gpu-arch", help="GPU targets: the architecture, e.g. sm_80.")
+@click.option("--models", type=click.Path(path_type=Path), default=MODELS, show_default=True, help="Folder of model files.")
+@_only_option
+@click.option("--thin", "thin_artifacts", is_flag=True, help="Leave the weights out (the model files restore them): for carrying.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Bundle folder [default: build/bench/<target>].")
+def compile_command(target: str, gpu_arch: str | None, models: Path, only: tuple[str, ...], thin_artifacts: bool, output: Path | None) -> None:
+    """Compile every case into a bundle folder."""
+    bundle = output or ROOT / "build" / "bench" / target
+    compile_cases(find_cases(models, only), target, gpu_arch, bundle, thin_artifacts)
+    click.echo(f"wrote {bundle}/")
+
+
+@suite.command("time")
+@click.argument("bundle", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@_only_option
+@_settings_options
+def time_command(bundle: Path, only: tuple[str, ...], **options: Any) -> None:
+    """Time every case of BUNDLE: kiln against eager and Inductor, on the artifacts' device."""
+    _run_time(bundle, options, only)
+
+
+@suite.command("run")
+@click.option("--target", default="llvm-cpu", show_default=True)
+@click.option("--gpu-arch", help="GPU targets: the architecture, e.g. sm_80.")
+@click.option("--models", type=click.Path(path_type=Path), default=MODELS, show_default=True, help="Folder of model files.")
+@_only_option
+@click.option("--bundle", type=click.Path(path_type=Path), help="Bundle folder [default: build/bench/<target>].")
+@_settings_options
+def run_command(target: str, gpu_arch: str | None, models: Path, only: tuple[str, ...], bundle: Path | None, **options: Any) -> None:
+    """Compile and time the suite on this machine."""
+    bundle = bundle or ROOT / "build" / "bench" / target
+    compile_cases(find_cases(models, only), target, gpu_arch, bundle, thin_artifacts=False)
+    _run_time(bundle, options, ())
+
+
+@suite.command("collect")
+@click.option("--results", type=click.Path(path_type=Path), default=RESULTS, show_default=True)
+@click.option("-o", "--output", type=click.Path(path_type=Path), default=BENCHMARKS / "RESULTS.md", show_default=True)
+def collect_command(results: Path, output: Path) -> None:
+    """Rebuild RESULTS.md (and each results .md) from the results .json files."""
+    collect(results, output)
+    click.echo(f"wrote {output}")
+
+
+if __name__ == "__main__":
+    suite()

@@ -1,0 +1,73 @@
+"""Artifacts without their weights, to carry to a machine that can put them back.
+
+A `.vmfb` holds the model's weights byte for byte. `thin` zeroes every stretch of the artifact
+that equals one of the model's tensors, records where, and compresses what is left: the weights
+of the suite's MLP (100 MB) shrink to nothing. `thicken` writes the tensors back from the model
+file, which makes the same weights from the same seed on any machine, and checks that the result
+hashes to the original artifact, so the artifact that runs is exactly the one that was compiled.
+Only torch is needed to thicken: the GPU machine has no compiler but can run the model files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+MIN_BYTES = 4096  # smaller tensors stay in the artifact
+
+
+def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """Every parameter and buffer, by name: the candidates for weights inlined in an artifact."""
+    return {name: tensor for name, tensor in (*model.named_parameters(), *model.named_buffers())}
+
+
+def thin(vmfb: bytes, tensors: dict[str, torch.Tensor]) -> tuple[bytes, dict[str, Any]]:
+    """The artifact compressed with the bytes of `tensors` zeroed, and the recipe to restore them."""
+    data = bytearray(vmfb)
+    weights = []
+    for name, tensor in tensors.items():
+        raw = _bytes_of(tensor)
+        if len(raw) < MIN_BYTES:
+            continue
+        offsets = list(_occurrences(vmfb, raw))
+        for offset in offsets:
+            data[offset : offset + len(raw)] = bytes(len(raw))
+        if offsets:
+            weights.append({"name": name, "nbytes": len(raw), "offsets": offsets})
+    recipe = {"sha256": hashlib.sha256(vmfb).hexdigest(), "size": len(vmfb), "weights": weights}
+    return zlib.compress(bytes(data), 6), recipe
+
+
+def thicken(thinned: bytes, recipe: dict[str, Any], tensors: dict[str, torch.Tensor]) -> bytes:
+    """The original artifact, from `thin`'s output and the same tensors; ValueError if they differ."""
+    data = bytearray(zlib.decompress(thinned))
+    for weight in recipe["weights"]:
+        if weight["name"] not in tensors:
+            raise ValueError(f"the model has no tensor '{weight['name']}' to restore")
+        raw = _bytes_of(tensors[weight["name"]])
+        if len(raw) != weight["nbytes"]:
+            raise ValueError(f"tensor '{weight['name']}' has {len(raw)} bytes; the artifact held {weight['nbytes']}")
+        for offset in weight["offsets"]:
+            data[offset : offset + len(raw)] = raw
+    if hashlib.sha256(data).hexdigest() != recipe["sha256"]:
+        raise ValueError(
+            "the rebuilt artifact differs from the compiled one: the model file made other weights here "
+            "(another torch version's random numbers?)"
+        )
+    return bytes(data)
+
+
+def _bytes_of(tensor: torch.Tensor) -> bytes:
+    flat = tensor.detach().cpu().contiguous().reshape(-1)
+    return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+
+
+def _occurrences(haystack: bytes, needle: bytes) -> Iterable[int]:
+    start = haystack.find(needle)
+    while start >= 0:
+        yield start
+        start = haystack.find(needle, start + len(needle))

@@ -1,0 +1,276 @@
+"""Benchmark results as data: timing statistics, one record per case, ratio tables and JSON.
+
+Pure Python (no torch, no IREE), so results can be written on any machine and merged and tabled on
+another. A ratio is kiln's median time over the other contender's: below 1 means kiln is faster.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA = "kiln-bench/1"
+
+# Every contender a case may time, in table order, with what its number includes.
+CONTENDERS: dict[str, str] = {
+    "kiln": "kiln artifact called with inputs already on the device; outputs stay there",
+    "kiln_call": "kiln `module(*tensors)`: host tensors copied in, outputs copied back to host tensors",
+    "eager": "eager PyTorch, model and inputs on the device",
+    "inductor": "torch.compile (Inductor, default mode), model and inputs on the device",
+}
+TITLES = {"kiln": "kiln", "kiln_call": "kiln call", "eager": "eager", "inductor": "Inductor"}
+
+
+@dataclass(frozen=True)
+class Timing:
+    """`calls` timed calls after warm-up, each ended by a full synchronization with the device."""
+
+    median_ms: float
+    min_ms: float
+    max_ms: float
+    calls: int
+    compile_s: float | None = None  # kiln: pipeline wall time; Inductor: first call minus median; eager: 0
+
+    @staticmethod
+    def of(samples_ns: Sequence[int], compile_s: float | None = None) -> Timing:
+        if not samples_ns:
+            raise ValueError("no timed calls")
+        ms = [sample / 1e6 for sample in samples_ns]
+        return Timing(statistics.median(ms), min(ms), max(ms), len(ms), compile_s)
+
+
+@dataclass(frozen=True)
+class Numerics:
+    """kiln's outputs against eager PyTorch's, same inputs, same device; the worst output counts."""
+
+    ok: bool
+    rel_l2_error: float  # ||kiln - eager|| / ||eager||
+    max_abs_error: float
+    tolerance: float  # on rel_l2_error
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One model at one batch size and dtype: its timings, or why it has none."""
+
+    name: str  # "<model>-<dtype>-<batch>"; for `kiln bench`, the model file's stem
+    model: str
+    dtype: str  # "f32", "bf16", or for `kiln bench` the first input's dtype
+    batch: str  # "small", "large", or "" for `kiln bench`
+    inputs: str  # e.g. "f32[64, 1024]"
+    timings: dict[str, Timing] = field(default_factory=dict)
+    numerics: Numerics | None = None
+    error: str | None = None  # why a contender is missing, e.g. "kiln compile failed: ..."
+
+    def ratio(self, other: str, kiln: str = "kiln") -> float | None:
+        """kiln's median time over `other`'s; None when either was not timed."""
+        if kiln not in self.timings or other not in self.timings:
+            return None
+        return self.timings[kiln].median_ms / self.timings[other].median_ms
+
+    @property
+    def comparable(self) -> bool:
+        """Counted in the summary: numerics checked and within tolerance."""
+        return self.numerics is not None and self.numerics.ok
+
+
+@dataclass(frozen=True)
+class Report:
+    """One run: every case for one target on one device, and how the numbers were made."""
+
+    target: str
+    device: str
+    created: str  # ISO 8601, UTC
+    command: str
+    machine: dict[str, Any]
+    versions: dict[str, str]
+    settings: dict[str, Any]
+    cases: tuple[CaseResult, ...]
+    schema: str = SCHEMA
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2) + "\n"
+
+    @staticmethod
+    def from_json(text: str) -> Report:
+        data: dict[str, Any] = json.loads(text)
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"not a {SCHEMA} report (schema: {data.get('schema')!r})")
+        data["cases"] = tuple(_case(case) for case in data["cases"])
+        return Report(**data)
+
+    def with_cases(self, cases: Iterable[CaseResult]) -> Report:
+        return Report(**{**self.__dict__, "cases": tuple(cases)})
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The geometric means over one dtype's comparable cases, and the worst case against Inductor."""
+
+    dtype: str
+    vs_eager: float | None
+    vs_inductor: float | None
+    worst: tuple[str, float] | None  # (case name, kiln/Inductor) with the largest ratio
+    counted: int  # cases in the means
+    left_out: int  # cases with an error or failed numerics
+
+
+def geomean(values: Sequence[float]) -> float | None:
+    if not values:
+        return None
+    return math.exp(sum(math.log(value) for value in values) / len(values))
+
+
+def summarize(cases: Sequence[CaseResult]) -> tuple[Summary, ...]:
+    dtypes = list(dict.fromkeys(case.dtype for case in cases))
+    return tuple(_summary(dtype, [case for case in cases if case.dtype == dtype]) for dtype in dtypes)
+
+
+def worst_per_model(cases: Sequence[CaseResult]) -> dict[str, tuple[str, float]]:
+    """model -> (case name, kiln/Inductor) of its slowest comparable case against Inductor."""
+    worst: dict[str, tuple[str, float]] = {}
+    for case in cases:
+        ratio = case.ratio("inductor")
+        if case.comparable and ratio is not None and ratio > worst.get(case.model, ("", -1.0))[1]:
+            worst[case.model] = (case.name, ratio)
+    return worst
+
+
+def _summary(dtype: str, cases: list[CaseResult]) -> Summary:
+    counted = [case for case in cases if case.comparable]
+    vs_eager = [r for r in (case.ratio("eager") for case in counted) if r is not None]
+    vs_inductor = [(case.name, r) for case in counted if (r := case.ratio("inductor")) is not None]
+    return Summary(
+        dtype=dtype,
+        vs_eager=geomean(vs_eager),
+        vs_inductor=geomean([r for _, r in vs_inductor]),
+        worst=max(vs_inductor, key=lambda item: item[1]) if vs_inductor else None,
+        counted=len(counted),
+        left_out=len(cases) - len(counted),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# Tables (markdown, which also reads well in a terminal)
+
+
+def suite_table(cases: Sequence[CaseResult]) -> str:
+    """One row per case: median times, the two ratios, compile times, numerics; then the summary."""
+    header = (
+        "| case | inputs | kiln ms | kiln call ms | eager ms | Inductor ms "
+        "| kiln/eager | kiln/Inductor | compile s kiln / Inductor | numerics (rel L2) |"
+    )
+    lines = [header, "|" + "---|" * 10]
+    for case in cases:
+        times = [_cell(case.timings.get(name)) for name in CONTENDERS]
+        compile_s = f"{_seconds(case.timings.get('kiln'))} / {_seconds(case.timings.get('inductor'))}"
+        lines.append(
+            f"| {case.name} | {case.inputs} | {' | '.join(times)} | {_ratio(case.ratio('eager'))} "
+            f"| {_ratio(case.ratio('inductor'))} | {compile_s} | {_numerics(case)} |"
+        )
+    notes = [f"- {case.name}: {case.error}" for case in cases if case.error]
+    return "\n".join(lines) + "\n\n" + summary_table(cases) + ("\n" + "\n".join(notes) + "\n" if notes else "")
+
+
+def report_markdown(report: Report) -> str:
+    """A report as a markdown section: where, when and how the numbers were made, then the table."""
+    machine = report.machine
+    gpu = f"; GPU: {machine['gpu']}" if "gpu" in machine else ""
+    tf32 = machine.get("torch_tf32")
+    if tf32:
+        gpu += f" (torch TF32: matmul {_on(tf32['matmul'])}, cuDNN convolutions {_on(tf32['cudnn'])})"
+    lines = [
+        f"## {report.target} on {report.device}",
+        "",
+        f"- date: {report.created}",
+        f"- machine: {machine.get('cpu')}, {machine.get('cores')} cores{gpu}; "
+        f"{machine.get('threads')} CPU threads for torch and for IREE; other processes used "
+        f"{_share(machine.get('others_cpu_share'))} of the CPUs meanwhile (load average at the start: "
+        f"{machine.get('load_average')})",
+        "- versions: " + ", ".join(f"{name} {version}" for name, version in report.versions.items()),
+        f"- command: `{report.command}`",
+        "- settings: " + ", ".join(f"{name}={value}" for name, value in report.settings.items()),
+        "- times are medians in ms; a ratio is kiln's time over the other's (below 1: kiln is faster). Columns:",
+        *(f"  - {TITLES[name]}: {meaning}" for name, meaning in CONTENDERS.items()),
+        "",
+        suite_table(report.cases),
+    ]
+    return "\n".join(lines)
+
+
+def summary_table(cases: Sequence[CaseResult]) -> str:
+    lines = [
+        "| dtype | geomean kiln/eager | geomean kiln/Inductor | worst kiln/Inductor | cases counted |",
+        "|---|---|---|---|---|",
+    ]
+    for summary in summarize(cases):
+        worst = f"{_ratio(summary.worst[1])} ({summary.worst[0]})" if summary.worst else "-"
+        left_out = f" ({summary.left_out} left out)" if summary.left_out else ""
+        lines.append(
+            f"| {summary.dtype} | {_ratio(summary.vs_eager)} | {_ratio(summary.vs_inductor)} | {worst} "
+            f"| {summary.counted}{left_out} |"
+        )
+    worst = worst_per_model(cases)
+    if worst:
+        lines += ["", "| model | worst case | kiln/Inductor |", "|---|---|---|"]
+        lines += [f"| {model} | {name} | {_ratio(ratio)} |" for model, (name, ratio) in worst.items()]
+    return "\n".join(lines) + "\n"
+
+
+def case_table(case: CaseResult) -> str:
+    """`kiln bench`'s table: one row per contender, with min and max, and kiln against it."""
+    lines = [
+        f"{case.name}: {case.inputs}; numerics {_numerics(case)}",
+        "",
+        "| contender | median ms | min ms | max ms | calls | compile s | kiln / this |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, timing in case.timings.items():
+        lines.append(
+            f"| {TITLES.get(name, name)} | {_ms(timing.median_ms)} | {_ms(timing.min_ms)} | {_ms(timing.max_ms)} "
+            f"| {timing.calls} | {_seconds(timing)} | {_ratio(case.ratio(name))} |"
+        )
+    if case.error:
+        lines += ["", f"note: {case.error}"]
+    return "\n".join(lines) + "\n"
+
+
+def _share(value: float | None) -> str:
+    return "an unknown share" if value is None else f"{value:.0%}"
+
+
+def _on(flag: bool) -> str:
+    return "on" if flag else "off"
+
+
+def _cell(timing: Timing | None) -> str:
+    return _ms(timing.median_ms) if timing else "-"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
+def _seconds(timing: Timing | None) -> str:
+    return "-" if timing is None or timing.compile_s is None else f"{timing.compile_s:.1f}"
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _numerics(case: CaseResult) -> str:
+    if case.numerics is None:
+        return "error (see notes)" if case.error else "-"
+    verdict = "ok" if case.numerics.ok else "MISMATCH"
+    return f"{verdict} ({case.numerics.rel_l2_error:.1e})"
+
+
+def _case(data: dict[str, Any]) -> CaseResult:
+    timings = {name: Timing(**timing) for name, timing in data["timings"].items()}
+    numerics = Numerics(**data["numerics"]) if data.get("numerics") else None
+    return CaseResult(**{**data, "timings": timings, "numerics": numerics})

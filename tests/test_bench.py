@@ -1,0 +1,251 @@
+"""`kiln bench` and the benchmark suite's logic: statistics, ratios, tables, JSON, thin artifacts.
+
+No assertion here is about speed: timings on a shared machine prove nothing. The tests check what
+was timed, how it was summarized and what was written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import pytest
+import torch
+from click.testing import CliRunner
+from conftest import EXAMPLES, ROOT
+
+from kiln.cli.main import kiln
+from kiln.runtime.bench import Settings, check_numerics, measure
+from kiln.runtime.bench_results import (
+    SCHEMA,
+    CaseResult,
+    Numerics,
+    Report,
+    Timing,
+    case_table,
+    geomean,
+    report_markdown,
+    suite_table,
+    summarize,
+    worst_per_model,
+)
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import suite  # benchmarks/ holds scripts, not a package
+import thin
+
+TINY_MODEL = '''
+import torch
+from torch import nn
+
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+BATCHES = {"small": 2, "large": 4}
+
+
+def get_model(dtype="f32"):
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 8)).to(DTYPES[dtype])
+
+
+def get_example_inputs(batch="small", dtype="f32"):
+    return (torch.randn(BATCHES[batch], 32, generator=torch.Generator().manual_seed(1)).to(DTYPES[dtype]),)
+'''
+
+OK = Numerics(ok=True, rel_l2_error=1e-7, max_abs_error=1e-6, tolerance=1e-3)
+MISMATCH = Numerics(ok=False, rel_l2_error=0.5, max_abs_error=2.0, tolerance=1e-3)
+
+
+def timing(median_ms: float, compile_s: float | None = None) -> Timing:
+    return Timing(median_ms, median_ms * 0.9, median_ms * 1.5, 10, compile_s)
+
+
+def case(name: str, dtype: str, kiln_ms: float, eager_ms: float, inductor_ms: float, numerics=OK) -> CaseResult:
+    times = {"kiln": timing(kiln_ms, 2.0), "eager": timing(eager_ms, 0.0), "inductor": timing(inductor_ms, 9.0)}
+    return CaseResult(name, name.split("-")[0], dtype, "small", "f32[2, 32]", times, numerics)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Statistics and measurement
+
+
+def test_timing_is_median_min_max_of_the_samples():
+    t = Timing.of([3_000_000, 1_000_000, 2_000_000, 10_000_000])
+    assert (t.median_ms, t.min_ms, t.max_ms, t.calls) == (2.5, 1.0, 10.0, 4)
+    assert Timing.of([4_000_000]).median_ms == 4.0
+    with pytest.raises(ValueError):
+        Timing.of([])
+
+
+def test_measure_warms_up_then_times_each_call_synchronized():
+    calls, syncs = [], []
+    samples = measure(lambda: calls.append(1), lambda: syncs.append(1), Settings(warmup=2, iterations=5))
+    assert len(samples) == 5 and len(calls) == 7 and len(syncs) == 7
+    assert all(isinstance(sample, int) and sample >= 0 for sample in samples)
+
+
+def test_measure_stops_at_the_budget_but_times_three_calls():
+    samples = measure(lambda: None, lambda: None, Settings(warmup=1, iterations=1000, budget_s=0.0))
+    assert len(samples) == 3
+
+
+def test_numerics_take_the_worst_output_and_a_tolerance_by_dtype():
+    want = torch.randn(16, 16)
+    assert check_numerics((want.clone(),), (want,)).ok
+    off = check_numerics((want.clone(), want + 1.0), (want, want))
+    assert not off.ok and off.rel_l2_error > 0.1 and off.max_abs_error == pytest.approx(1.0)
+    assert not check_numerics((torch.zeros(4),), (torch.zeros(5),)).ok
+    bf16 = want.bfloat16()
+    assert check_numerics((bf16.float().bfloat16(),), (bf16,)).tolerance == 3e-2
+    assert not check_numerics((torch.tensor([1, 2]),), (torch.tensor([1, 3]),)).ok  # integers: exact
+
+
+# ---------------------------------------------------------------------------------------------------
+# Ratios, geomean, tables
+
+
+def test_ratio_is_kiln_time_over_the_other():
+    result = case("mlp-f32-small", "f32", kiln_ms=2.0, eager_ms=4.0, inductor_ms=1.0)
+    assert result.ratio("eager") == 0.5 and result.ratio("inductor") == 2.0
+    assert result.ratio("kiln_call") is None
+
+
+def test_summary_has_geomean_per_dtype_and_the_worst_case():
+    cases = [
+        case("a-f32-small", "f32", 1.0, 2.0, 0.5),  # kiln/Inductor 2.0
+        case("b-f32-small", "f32", 1.0, 2.0, 2.0),  # 0.5
+        case("c-f32-small", "f32", 1.0, 1.0, 0.1, numerics=MISMATCH),  # left out
+        CaseResult("d-f32-small", "d", "f32", "small", "", error="kiln compile failed: boom"),  # left out
+        case("a-bf16-small", "bf16", 3.0, 1.0, 1.0),
+    ]
+    f32, bf16 = summarize(cases)
+    assert f32.dtype == "f32" and f32.vs_inductor == pytest.approx(1.0) and f32.vs_eager == pytest.approx(0.5)
+    assert f32.worst == ("a-f32-small", 2.0) and (f32.counted, f32.left_out) == (2, 2)
+    assert bf16.vs_inductor == pytest.approx(3.0) and bf16.worst == ("a-bf16-small", 3.0)
+    assert worst_per_model(cases) == {"a": ("a-bf16-small", 3.0), "b": ("b-f32-small", 0.5)}
+    assert geomean([]) is None and geomean([2.0, 8.0]) == pytest.approx(4.0)
+
+
+def test_suite_table_rows_summary_and_notes():
+    cases = [
+        case("a-f32-small", "f32", 1.0, 2.0, 0.5),
+        CaseResult("d-f32-small", "d", "f32", "small", "", error="kiln compile failed: boom"),
+    ]
+    table = suite_table(cases)
+    row = next(line for line in table.splitlines() if line.startswith("| a-f32-small"))
+    assert "| 0.50x | 2.00x | 2.0 / 9.0 | ok (1.0e-07) |" in row
+    assert "| f32 | 0.50x | 2.00x | 2.00x (a-f32-small) | 1 (1 left out) |" in table
+    assert "- d-f32-small: kiln compile failed: boom" in table
+    single = case_table(cases[0])
+    assert "| Inductor | 0.5 | 0.45 | 0.75 | 10 | 9.0 | 2.00x |" in single
+
+
+def test_report_json_round_trips_and_has_the_schema():
+    report = Report(
+        target="llvm-cpu",
+        device="cpu",
+        created="2026-01-01T00:00:00Z",
+        command="kiln bench m.py",
+        machine={"cpu": "x", "cores": 2, "threads": 2},
+        versions={"torch": "2.13.0"},
+        settings={"warmup": 1},
+        cases=(case("a-f32-small", "f32", 1.0, 2.0, 0.5),),
+    )
+    data = json.loads(report.to_json())
+    assert data["schema"] == SCHEMA
+    assert set(data) == {"schema", "target", "device", "created", "command", "machine", "versions", "settings", "cases"}
+    assert set(data["cases"][0]["timings"]["kiln"]) == {"median_ms", "min_ms", "max_ms", "calls", "compile_s"}
+    assert Report.from_json(report.to_json()) == report
+    with pytest.raises(ValueError, match="schema"):
+        Report.from_json(json.dumps({**data, "schema": "other/1"}))
+    assert "## llvm-cpu on cpu" in report_markdown(report)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Thin artifacts
+
+
+def test_thin_artifact_rebuilds_exactly_from_the_same_weights():
+    weights = {"w": torch.randn(64, 64), "small": torch.randn(4)}
+    raw = weights["w"].numpy().tobytes()
+    artifact = b"header" + raw + b"middle" + raw + b"footer"
+    thinned, recipe = thin.thin(artifact, weights)
+    assert len(thinned) < len(raw) / 4
+    assert [w["name"] for w in recipe["weights"]] == ["w"] and len(recipe["weights"][0]["offsets"]) == 2
+    assert thin.thicken(thinned, recipe, weights) == artifact
+    with pytest.raises(ValueError, match="differs"):
+        thin.thicken(thinned, recipe, {"w": weights["w"] + 1})
+
+
+# ---------------------------------------------------------------------------------------------------
+# End to end: `kiln bench` and the suite runner on tiny models
+
+
+def test_kiln_bench_prints_a_table_and_writes_json(tmp_path):
+    path = tmp_path / "mlp.json"
+    result = CliRunner().invoke(
+        kiln,
+        ["bench", str(EXAMPLES / "mlp.py"), "-q", "--warmup", "1", "--iterations", "3", "--json", str(path)],
+    )
+    assert result.exit_code == 0, result.output
+    assert "numerics ok" in result.output and "| Inductor |" in result.output
+    report = Report.from_json(path.read_text())
+    (only,) = report.cases
+    assert set(only.timings) == {"kiln", "kiln_call", "eager", "inductor"}
+    assert all(t.calls == 3 for t in only.timings.values())
+    assert only.timings["kiln"].compile_s > 0 and only.timings["eager"].compile_s == 0
+    assert only.inputs == "f32[8, 64]" and report.settings["threads"] == torch.get_num_threads()
+
+
+def test_suite_compiles_times_resumes_and_collects(tmp_path):
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "tiny.py").write_text(TINY_MODEL)
+    runner = CliRunner()
+    fast = ["--warmup", "1", "--iterations", "2", "--no-inductor"]
+
+    bundle = tmp_path / "bundle"
+    result = runner.invoke(suite.suite, ["compile", "--models", str(models), "--only", "*-small", "--thin", "-o", str(bundle)])
+    assert result.exit_code == 0, result.output
+    data = json.loads((bundle / "bundle.json").read_text())
+    assert [c["name"] for c in data["cases"]] == ["tiny-f32-small", "tiny-bf16-small"]
+    assert all(c["recipe"] and (bundle / c["artifact"]).suffix == ".thin" for c in data["cases"])
+
+    first = tmp_path / "first.json"
+    result = runner.invoke(suite.suite, ["time", str(bundle), "--only", "*-f32-*", *fast, "-o", str(first)])
+    assert result.exit_code == 0, result.output
+    assert [c.name for c in Report.from_json(first.read_text()).cases] == ["tiny-f32-small"]
+
+    both = tmp_path / "both.json"
+    result = runner.invoke(suite.suite, ["time", str(bundle), "--resume", str(first), *fast, "-o", str(both)])
+    assert result.exit_code == 0, result.output
+    report = Report.from_json(both.read_text())
+    assert [c.name for c in report.cases] == ["tiny-f32-small", "tiny-bf16-small"]
+    assert report.cases[0] == Report.from_json(first.read_text()).cases[0]  # kept, not timed again
+    assert all(c.numerics and c.numerics.ok and set(c.timings) == {"kiln", "kiln_call", "eager"} for c in report.cases)
+    assert report.cases[1].timings["kiln"].compile_s is not None
+    assert "| bf16 |" in both.with_suffix(".md").read_text()
+    assert "others_cpu_share" in report.machine and report.settings["threads"] >= 1
+
+    results_md = tmp_path / "RESULTS.md"
+    results_md.write_text("# Results\n\nhand-written preface\n")
+    (tmp_path / "first.json").unlink()
+    (tmp_path / "first.md").unlink()
+    result = runner.invoke(suite.suite, ["collect", "--results", str(tmp_path), "-o", str(results_md)])
+    assert result.exit_code == 0, result.output
+    text = results_md.read_text()
+    assert text.startswith("# Results\n\nhand-written preface\n") and suite.GENERATED in text
+    assert text.count("## llvm-cpu on cpu") == 1 and not math.isnan(report.cases[0].timings["kiln"].median_ms)
+
+
+def test_suite_models_are_plain_model_files():
+    """Every suite model loads as `kiln compile` loads it, and offers its dtypes and batches to the runner."""
+    from kiln.compiler import load_model_file
+
+    for path in sorted((ROOT / "benchmarks" / "models").glob("*.py")):
+        spec = load_model_file(path)
+        namespace = suite._run(path)
+        assert set(namespace["DTYPES"]) >= {"f32"} and set(namespace["BATCHES"]) == {"small", "large"}, path
+        assert all(p.dtype == torch.float32 for p in spec.module.parameters()), path
+        assert all(x.dtype == torch.float32 for x in spec.example_inputs), path
+        assert next(iter(namespace["get_model"](dtype="bf16").parameters())).dtype == torch.bfloat16, path
