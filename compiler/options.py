@@ -12,8 +12,13 @@ from kiln.passes import DEFAULT_PIPELINE, PassGroup
 class CompileOptions:
     target: str = "llvm-cpu"
     cpu: str = "host"  # llvm-cpu: LLVM CPU name to compile for ("host" = this machine)
+    gpu_arch: str | None = None  # GPU targets: e.g. "sm_86", "ampere", "gfx942"; None = the local GPU's, else a default
     opt_level: str = "O3"  # IREE's own default is O0
     extra_iree_flags: tuple[str, ...] = ()
+    params: str = "auto"  # weights: "inline" in the .vmfb, "external" in an .irpa, or "auto" by size
     pipeline: tuple[PassGroup, ...] = DEFAULT_PIPELINE
     dump_dir: Path | None = None  # None: no stage dumps
     stop_after: str | None = None  # a stage name; stop there and keep the dumps
+    disable_passes: tuple[str, ...] = ()  # passes left out of `pipeline`, wherever they are
+    print_after: tuple[str, ...] = ()  # dump the module after these passes: <NN>-<stage>.after-<pass>.mlir
+    print_after_all: bool = False  # ... and after every pass

@@ -1,6 +1,6 @@
 """The compiler as data: an ordered tuple of named stages, and one loop that runs them.
 
-Each stage maps the previous stage's value to the next (ModelSpec -> ExportedProgram -> Program
+Each stage maps the previous stage's value to the next (ModelSpec -> Exported -> Program
 -> ... -> Compiled). Stage names are the IR each one produces; the loop times every stage, writes
 its dump as `<index>-<name>.<suffix>`, and stops after `--stop-after`. It never names a stage.
 """
@@ -14,22 +14,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from torch.export import ExportedProgram
 from torch_mlir import ir
 
 from kiln.errors import KilnError
-from kiln.passes import PASSES, PassGroup
+from kiln.passes import PASSES, PassGroup, check_pipeline, without_passes
 from kiln.passes.pass_api import PassFailure, run_pass
-from kiln.runtime.manifest import Manifest
+from kiln.runtime.manifest import FunctionSpec, Manifest
 
 from .artifact import Compiled, versions
-from .capture import capture
+from .capture import Exported, capture
 from .importer import import_program
 from .iree_backend import iree_compile
 from .model_file import ModelSpec
 from .options import CompileOptions
 from .signature import Signature, signature_of
 from .targets import get_target
+from .weights import Parameters, externalize
 
 
 @dataclass
@@ -40,10 +40,16 @@ class Program:
     """
 
     module: ir.Module
-    signature: Signature
+    signatures: dict[str, Signature]  # one function per entry point, in order
+    parameters: Parameters | None  # weights lifted out of the IR, when externalized
 
     def __str__(self) -> str:
-        return str(self.module)
+        """The dump text. Weights over DUMP_RESOURCE_LIMIT are elided: a dump stays readable and small
+        (GPT-2's would be 1 GB a stage), and a small model's dump still reproduces the stage in full."""
+        return self.module.operation.get_asm(large_resource_limit=DUMP_RESOURCE_LIMIT)
+
+
+DUMP_RESOURCE_LIMIT = 1 << 20  # characters of hex: weights of about 512 KiB and more are elided in dumps
 
 
 @dataclass
@@ -84,7 +90,7 @@ def stages_for(options: CompileOptions) -> tuple[Stage, ...]:
     return (
         Stage("exported", _capture, ".txt"),
         Stage("aten", _import, ".mlir"),
-        *(Stage(group.name, _pass_group(group), ".mlir") for group in options.pipeline),
+        *(Stage(group.name, _pass_group(group), ".mlir") for group in _active_pipeline(options)),
         Stage("vmfb", _backend, None),
     )
 
@@ -93,10 +99,20 @@ def stage_names(options: CompileOptions = CompileOptions()) -> tuple[str, ...]:
     return tuple(stage.name for stage in stages_for(options))
 
 
+def _active_pipeline(options: CompileOptions) -> tuple[PassGroup, ...]:
+    check_pipeline(options.pipeline)
+    pipeline = without_passes(options.pipeline, options.disable_passes)
+    listed = {name for group in pipeline for name in group.passes}
+    for name in options.print_after:
+        if name not in listed:
+            raise KilnError(f"--print-after {name}: no such pass in the pipeline", stage="options")
+    return pipeline
+
+
 def run_pipeline(
     spec: ModelSpec, options: CompileOptions, progress: Callable[[str], None] = lambda line: None
 ) -> Compilation:
-    get_target(options.target)  # an unknown target fails before any work is done
+    get_target(options.target).flags(options)  # an unknown target or --gpu-arch fails before any work is done
     stages = stages_for(options)
     if options.stop_after is not None and options.stop_after not in stage_names(options):
         raise KilnError(
@@ -129,12 +145,14 @@ def run_pipeline(
     return Compilation(value, tuple(reports))
 
 
-def _capture(spec: ModelSpec, context: StageContext) -> ExportedProgram:
+def _capture(spec: ModelSpec, context: StageContext) -> Exported:
     return capture(spec)
 
 
-def _import(program: ExportedProgram, context: StageContext) -> Program:
-    return Program(import_program(program), signature_of(program))
+def _import(exported: Exported, context: StageContext) -> Program:
+    programs = exported.programs
+    module, parameters = import_program(programs, externalize(list(programs.values()), context.options.params))
+    return Program(module, {name: signature_of(p) for name, p in programs.items()}, parameters)
 
 
 def _pass_group(group: PassGroup) -> Callable[[Program, StageContext], Program]:
@@ -142,10 +160,12 @@ def _pass_group(group: PassGroup) -> Callable[[Program, StageContext], Program]:
         for name in group.passes:
             start = time.perf_counter()
             try:
-                run_pass(program.module, PASSES[name])
+                run_pass(program.module, PASSES[name], context.dump_stem)
             except PassFailure as failure:
                 raise _lowering_error(failure, group, context) from failure
-            context.pass_times[name] = time.perf_counter() - start
+            context.pass_times[name] = context.pass_times.get(name, 0.0) + time.perf_counter() - start
+            if context.dump_stem is not None and (context.options.print_after_all or name in context.options.print_after):
+                context.dump_stem.with_name(f"{context.dump_stem.name}.after-{name}.mlir").write_text(str(program))
         return program
 
     return run_group
@@ -159,14 +179,14 @@ def _lowering_error(failure: PassFailure, group: PassGroup, context: StageContex
     detail = _shorten(first.message.splitlines()[0]) if first else "no diagnostic"
     rerun = None
     if context.input_dump is not None:
-        pipeline = ",".join(PASSES[name].pipeline or name for name in group.passes)
-        rerun = f"torch-mlir-opt --pass-pipeline='builtin.module({pipeline})' {context.input_dump}"
+        passes = group.passes[: group.passes.index(failure.pass_name) + 1]
+        rerun = f"kiln opt {context.input_dump} --pass {','.join(passes)}"
     return KilnError(
         f"{subject}{where} failed in pass '{failure.pass_name}': {detail}",
         stage=group.name,
         file=context.input_dump,
         hint=(
-            "the op has no lowering in torch-mlir; rewrite that part of the model with supported ops"
+            (PASSES[failure.pass_name].hint or f"kiln's pass {failure.pass_name} rejected the module")
             + (f"; reproduce with: {rerun}" if rerun else "")
         ),
     )
@@ -187,15 +207,28 @@ def _backend(program: Program, context: StageContext) -> Compiled:
     text = program.module.operation.get_asm(enable_debug_info=True)
     vmfb = iree_compile(text, flags, context.dump_stem, context.input_dump)
     spec = context.spec
+    functions = tuple(
+        FunctionSpec(
+            name=name,
+            inputs=signature.inputs,
+            outputs=signature.outputs,
+            symbols={symbol: list(bounds) for symbol, bounds in signature.symbols.items()},
+        )
+        for name, signature in program.signatures.items()
+    )
     manifest = Manifest(
-        entry="main",
-        inputs=program.signature.inputs,
-        outputs=program.signature.outputs,
+        functions=functions,
         target=target.name,
         driver=target.driver,
         target_details=target.details(options),
         iree_flags=tuple(flags),
         versions=versions(),
         source={"path": str(spec.source), "sha256": spec.source_sha256 or ""} if spec.source else {},
+        precision=spec.precision,
+        parameters=_parameter_summary(program.parameters),
     )
-    return Compiled(vmfb, manifest)
+    return Compiled(vmfb, manifest, program.parameters)
+
+
+def _parameter_summary(parameters: Parameters | None) -> dict[str, int] | None:
+    return None if parameters is None else {"count": len(parameters.tensors), "bytes": parameters.nbytes}

@@ -1,20 +1,23 @@
 """The one place kiln touches MLIR's pass-manager and rewrite APIs.
 
 Those Python bindings have changed shape between releases; everything else in kiln talks to
-`Pass`, `run_pass` and `apply_patterns`, so an upgrade touches this file alone.
+`Pass`, `PassRun`, `Rewriter`, `run_pass`, `apply_patterns` and `parse_module`, so an upgrade
+touches this file alone.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from torch_mlir import ir
+from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.passmanager import PassManager
 
-Level = Literal["torch", "linalg"]
+Level = Literal["torch", "linalg", "any"]
 
 # A rewrite-pattern function returns a truthy value to say "this op does not match".
 NO_MATCH = True
@@ -22,17 +25,44 @@ NO_MATCH = True
 
 @dataclass(frozen=True)
 class Pass:
-    """A named transformation of a module: ours (`run`) or upstream MLIR's (`pipeline`)."""
+    """A named transformation of a module: ours (`run`) or upstream MLIR's (`pipeline`).
+
+    `run(op, pass_run)` is called with the module's op and a `PassRun`.
+    """
 
     name: str
     summary: str
     level: Level  # the dialect level the pass expects its input at
-    run: Callable[[ir.Operation, Any], None] | None = None
+    run: Callable[[ir.Operation, PassRun], None] | None = None
     pipeline: str | None = None  # textual pipeline element, for upstream passes
+    lowers_to: Level | None = None  # the level of its output, for a pass that lowers
+    hint: str | None = None  # what a user can do when this pass rejects their model
 
     @property
     def upstream(self) -> bool:
         return self.pipeline is not None
+
+
+@dataclass(frozen=True)
+class PassRun:
+    """What a Python pass may use besides the op: failing with a message, and writing side files."""
+
+    name: str
+    side_files: Path | None  # <dump_dir>/<index>-<stage>: side files are named `<that>.<suffix>`
+    _external: Any  # the binding's ExternalPass
+
+    def fail(self, op: ir.Operation, message: str) -> None:
+        """Report `message` at `op` and make the pass fail (the compile stops after this pass)."""
+        op.location.emit_error(message)
+        self._external.signal_pass_failure()
+
+    def write(self, suffix: str, text: str) -> Path | None:
+        """Write a side file (a report, a graph) beside the stage's dump; None when not dumping."""
+        if self.side_files is None:
+            return None
+        path = self.side_files.with_name(f"{self.side_files.name}.{suffix}")
+        path.write_text(text)
+        return path
 
 
 @dataclass(frozen=True)
@@ -69,7 +99,19 @@ _OP_NAMES = (
 )
 
 
-def run_pass(module: ir.Module, pass_: Pass) -> None:
+def parse_module(text: str) -> ir.Module:
+    """Parse MLIR text (torch, linalg or any upstream dialect) into a module with its own context."""
+    context = ir.Context()
+    torch_dialect.register_dialect(context)
+    context.allow_unregistered_dialects = True  # IREE's, e.g. #stream.parameter.named for external weights
+    with context:
+        try:
+            return ir.Module.parse(text)
+        except ir.MLIRError as exc:
+            raise PassFailure("parse", _diagnostics(exc)) from exc
+
+
+def run_pass(module: ir.Module, pass_: Pass, side_files: Path | None = None) -> None:
     """Run one pass on `module` in place; raise PassFailure with MLIR's diagnostics if it fails."""
     with module.context:
         manager = PassManager("builtin.module")
@@ -77,20 +119,95 @@ def run_pass(module: ir.Module, pass_: Pass) -> None:
             manager.add(pass_.pipeline)
         else:
             assert pass_.run is not None
-            manager.add(pass_.run, name=pass_.name, argument=pass_.name, description=pass_.summary)
+            run = pass_.run
+
+            def run_python_pass(op: ir.Operation, external: Any) -> None:
+                with op.location:  # the default location of what the pass builds
+                    run(op, PassRun(pass_.name, side_files, external))
+
+            manager.add(run_python_pass, name=pass_.name, argument=pass_.name, description=pass_.summary)
         try:
             manager.run(module.operation)
         except ir.MLIRError as exc:
             raise PassFailure(pass_.name, _diagnostics(exc)) from exc
 
 
-def apply_patterns(op: ir.Operation, patterns: dict[str, Callable[..., Any]]) -> None:
-    """Apply rewrite patterns (op name -> function(op, rewriter)) greedily until a fixpoint."""
+class Rewriter:
+    """What a rewrite pattern may do: create ops before the matched op, and replace it.
+
+    Wraps the binding's PatternRewriter, which every rewrite must go through so that the greedy
+    driver sees it.
+    """
+
+    def __init__(self, rewriter: Any, op: ir.Operation) -> None:
+        self._rewriter = rewriter
+        self._op = op
+
+    def create(
+        self,
+        name: str,
+        operands: Sequence[ir.Value],
+        result_type: ir.Type,
+        attributes: dict[str, ir.Attribute] | None = None,
+    ) -> ir.Value:
+        """Create op `name` just before the matched op, at its location; return its one result."""
+        with self._rewriter.ip:
+            op = ir.Operation.create(name, results=[result_type], operands=list(operands), attributes=attributes)
+        return op.result
+
+    def replace(self, value: ir.Value) -> None:
+        """Replace the matched op's one result with `value`, then erase the torch ops left unused.
+
+        torch ops are not "trivially dead" to MLIR, so the greedy driver would keep, say, the `sin`
+        and `cos` of a folded `sin(x)^2 + cos(x)^2`; this erases them.
+        """
+        producers = _producers(self._op)
+        self._rewriter.replace_op(self._op, [value])
+        self._erase_unused(producers)
+
+    def _erase_unused(self, ops: list[ir.Operation]) -> None:
+        dead: list[ir.Operation] = []  # every op after all of its users: the order to erase them in
+        worklist = list(ops)
+        while worklist:
+            op = worklist.pop(0)
+            if op not in dead and _unused_value_op(op, dead):
+                dead.append(op)
+                worklist.extend(_producers(op))
+        for op in dead:
+            self._rewriter.erase_op(op)
+
+
+def _producers(op: ir.Operation) -> list[ir.Operation]:
+    owners = [operand.owner for operand in op.operands]
+    return [owner.operation for owner in owners if isinstance(owner, (ir.Operation, ir.OpView))]
+
+
+def _unused_value_op(op: ir.Operation, dead: list[ir.Operation]) -> bool:
+    """A torch op on value tensors that only `dead` ops read: erasing it with them changes nothing."""
+    if not op.name.startswith("torch.") or op.regions or not op.results:
+        return False
+    if any(str(value.type).startswith("!torch.tensor") for value in [*op.operands, *op.results]):
+        return False  # a non-value tensor may be mutated through
+    return all(use.owner.operation in dead for result in op.results for use in result.uses)
+
+
+def apply_patterns(op: ir.Operation, patterns: dict[str, Callable[[Any, Rewriter], Any]]) -> None:
+    """Apply rewrite patterns (op name -> function(op, rewriter)) greedily until a fixpoint.
+
+    A pattern function returns NO_MATCH, or None once it has rewritten the op.
+    """
     from torch_mlir.rewrite import RewritePatternSet, apply_patterns_and_fold_greedily
+
+    def adapt(function: Callable[[Any, Rewriter], Any]) -> Callable[[Any, Any], Any]:
+        def pattern(matched: Any, rewriter: Any) -> Any:
+            with matched.location:  # what the pattern builds is located at the op it rewrites
+                return function(matched, Rewriter(rewriter, matched.operation))
+
+        return pattern
 
     pattern_set = RewritePatternSet(op.context)
     for op_name, function in patterns.items():
-        pattern_set.add(op_name, function)
+        pattern_set.add(op_name, adapt(function))
     apply_patterns_and_fold_greedily(op, pattern_set.freeze())
 
 

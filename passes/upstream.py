@@ -8,23 +8,47 @@ from __future__ import annotations
 
 from .pass_api import Pass
 
+NO_LOWERING = "the op has no lowering in torch-mlir; rewrite that part of the model with supported ops"
+
 UPSTREAM_PASSES: tuple[Pass, ...] = (
     Pass(
         name="torch-match-quantized-custom-ops",
         summary="recognise quantize/dequantize custom ops so later passes can fold them",
         level="torch",
         pipeline="func.func(torch-match-quantized-custom-ops)",
+        hint=NO_LOWERING,
     ),
     Pass(
         name="torch-backend-contract",
         summary="value semantics, shape/dtype refinement and torch-mlir's op decompositions",
         level="torch",
         pipeline="torchdynamo-export-to-torch-backend-pipeline",
+        hint=NO_LOWERING,
     ),
     Pass(
         name="torch-to-linalg",
         summary="lower torch-dialect ops to linalg-on-tensors, arith, math and tensor",
         level="torch",
         pipeline="torch-backend-to-linalg-on-tensors-backend-pipeline",
+        lowers_to="linalg",
+        hint=NO_LOWERING,
+    ),
+    Pass(
+        name="canonicalize",
+        summary="MLIR's canonicalization: each op's folds and local rewrites, dead code removed",
+        level="any",
+        pipeline="canonicalize",
+    ),
+    Pass(
+        name="cse",
+        summary="MLIR's common subexpression elimination",
+        level="any",
+        pipeline="cse",
+    ),
+    Pass(
+        name="linalg-fuse-elementwise-ops",
+        summary="MLIR's elementwise fusion (single-use producers only); an alternative to fuse-elementwise",
+        level="linalg",
+        pipeline="func.func(linalg-fuse-elementwise-ops)",
     ),
 )

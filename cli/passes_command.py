@@ -1,0 +1,59 @@
+"""`kiln passes`: every pass kiln knows, and the pipeline it runs them in.
+
+Also the `--timing` table of `kiln compile`, which reports the same passes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .common import debug_option
+
+
+@click.command("passes")
+@click.option(
+    "--pipeline",
+    "pipeline_name",
+    default="default",
+    show_default=True,
+    metavar="NAME",
+    help="Show this named pipeline (default, torch-mlir).",
+)
+@debug_option
+def passes_command(pipeline_name: str) -> None:
+    """List every pass (name, the IR level it works on, ours or upstream, what it does) and the
+    pipeline `kiln compile` runs them in.
+
+    \b
+    Each stage of the pipeline is a group of passes, dumped as NN-<stage>.mlir. Change it with
+    `kiln compile --pipeline 'stage(pass,pass),stage(pass)'` (the last line below is the
+    default in that form), --disable-pass NAME, and see a pass's effect with --print-after NAME.
+    """
+    from kiln.passes import PASSES, PIPELINES, parse_pipeline, pipeline_text
+
+    pipeline = parse_pipeline(pipeline_name)
+    width = max(len(name) for name in PASSES)
+    click.echo("Passes:")
+    click.echo(f"  {'name':<{width}}  {'level':<13}  {'from':<8}  summary")
+    for name, pass_ in PASSES.items():
+        level = f"{pass_.level}->{pass_.lowers_to}" if pass_.lowers_to else pass_.level
+        origin = "upstream" if pass_.upstream else "kiln"
+        click.echo(f"  {name:<{width}}  {level:<13}  {origin:<8}  {pass_.summary}")
+    click.echo(f"\nThe {pipeline_name} pipeline, one stage per line:")
+    stage_width = max(len(group.name) for group in pipeline)
+    for group in pipeline:
+        click.echo(f"  {group.name:<{stage_width}}  {', '.join(group.passes) or '(no passes)'}")
+    click.echo(f"\nNamed pipelines: {', '.join(PIPELINES)}. As --pipeline text:")
+    click.echo(f"  {pipeline_text(pipeline)}")
+
+
+def timing_table(stages: Any) -> str:
+    """Seconds per stage, and per pass within a pass stage (the StageReports of a compile)."""
+    width = max([len(stage.name) + 2 for stage in stages] + [len(name) + 4 for stage in stages for name in stage.pass_times])
+    lines = ["time per stage and pass:"]
+    for stage in stages:
+        lines.append(f"  {stage.name:<{width - 2}}  {stage.seconds:8.3f}s")
+        lines += [f"    {name:<{width - 4}}  {seconds:8.3f}s" for name, seconds in stage.pass_times.items()]
+    return "\n".join(lines)

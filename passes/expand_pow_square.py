@@ -1,0 +1,28 @@
+"""expand-pow-square: `pow(x, 2)` becomes `x * x`.
+
+Matches `aten.pow.Tensor_Scalar(x, 2)` (int or float 2) whose result has x's type; an int
+tensor raised to 2.0 is a float tensor, and is kept. PyTorch itself computes a square as `x * x`,
+so results are bit-identical, and a multiply is cheaper than `math.fpowi`.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+
+from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .torch_ir import number
+
+
+def expand_pow_square(power: ir.OpView, rewriter: Rewriter) -> bool | None:
+    x, exponent = power.operands
+    if number(exponent) != 2 or x.type != power.result.type:  # a scalar exponent: no broadcast
+        return NO_MATCH
+    rewriter.replace(rewriter.create("torch.aten.mul.Tensor", [x, x], power.result.type))
+    return None
+
+
+def run(module: ir.Operation, pass_run: PassRun) -> None:
+    apply_patterns(module, {"torch.aten.pow.Tensor_Scalar": expand_pow_square})
+
+
+EXPAND_POW_SQUARE = Pass(name="expand-pow-square", summary="pow(x, 2) -> x * x", level="torch", run=run)

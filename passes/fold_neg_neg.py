@@ -1,0 +1,26 @@
+"""fold-neg-neg: `neg(neg(x))` becomes `x`.
+
+Exact for every input: negation only flips the sign bit.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+
+from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .torch_ir import producer
+
+
+def fold_neg_neg(outer: ir.OpView, rewriter: Rewriter) -> bool | None:
+    inner = producer(outer.operands[0], "torch.aten.neg")
+    if inner is None or inner.operands[0].type != outer.result.type:
+        return NO_MATCH
+    rewriter.replace(inner.operands[0])
+    return None
+
+
+def run(module: ir.Operation, pass_run: PassRun) -> None:
+    apply_patterns(module, {"torch.aten.neg": fold_neg_neg})
+
+
+FOLD_NEG_NEG = Pass(name="fold-neg-neg", summary="neg(neg(x)) -> x", level="torch", run=run)

@@ -1,0 +1,56 @@
+"""fold-reshape-chain: a chain of reshapes becomes one `aten.view`, or nothing.
+
+A reshape is any op that only regroups dimensions: view, reshape, _unsafe_view, unsqueeze,
+squeeze, squeeze.dim, flatten.using_ints, unflatten.int. A reshape of a reshape becomes one
+`aten.view` of the first input to the last shape; a reshape to the shape its input already has
+becomes that input. Both need a static shape: a `?` says nothing about the size behind it. Data
+movement only, so exact.
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+
+from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .torch_ir import int_list, producer, same_type, tensor_type
+
+RESHAPES = (
+    "torch.aten.view",
+    "torch.aten.reshape",
+    "torch.aten._unsafe_view",
+    "torch.aten.unsqueeze",
+    "torch.aten.squeeze",
+    "torch.aten.squeeze.dim",
+    "torch.aten.flatten.using_ints",
+    "torch.aten.unflatten.int",
+)
+
+
+def fold_reshape_chain(outer: ir.OpView, rewriter: Rewriter) -> bool | None:
+    x = outer.operands[0]
+    if same_type(x, outer.result):
+        rewriter.replace(x)
+        return None
+    inner = producer(x, *RESHAPES)
+    result = tensor_type(outer.result.type)
+    if inner is None or result is None or not result.static:
+        return NO_MATCH
+    first_input = inner.operands[0]
+    if same_type(first_input, outer.result):
+        rewriter.replace(first_input)
+        return None
+    shape = int_list(rewriter, list(result.shape))  # type: ignore[arg-type]
+    rewriter.replace(rewriter.create("torch.aten.view", [first_input, shape], outer.result.type))
+    return None
+
+
+def run(module: ir.Operation, pass_run: PassRun) -> None:
+    apply_patterns(module, dict.fromkeys(RESHAPES, fold_reshape_chain))
+
+
+FOLD_RESHAPE_CHAIN = Pass(
+    name="fold-reshape-chain",
+    summary="reshape(reshape(x)) -> one view of x, or x when the shapes match",
+    level="torch",
+    run=run,
+)

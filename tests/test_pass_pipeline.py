@@ -1,0 +1,154 @@
+"""The pass registry and pipelines as data, and the commands and flags that read them."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import EXAMPLES, ROOT
+
+from kiln.cli.main import kiln
+from kiln.errors import KilnError
+from kiln.passes import (
+    DEFAULT_PIPELINE,
+    PASSES,
+    TORCH_MLIR_PIPELINE,
+    PassGroup,
+    parse_pipeline,
+    pipeline_text,
+    without_passes,
+)
+
+KILN = str(Path(sys.executable).parent / "kiln")
+KILN_PASSES = [name for name, p in PASSES.items() if not p.upstream]
+
+
+def invoke(*args: object):
+    return CliRunner().invoke(kiln, [str(a) for a in args])
+
+
+def test_registry_keys_are_pass_names():
+    for name, pass_ in PASSES.items():
+        assert name == pass_.name
+
+
+@pytest.mark.parametrize("name", KILN_PASSES)
+def test_each_pass_has_its_file_docstring_and_lit_test(name):
+    source = ROOT / "passes" / f"{name.replace('-', '_')}.py"
+    assert source.read_text().startswith(f'"""{name}: '), f"{source} must open with a docstring naming {name}"
+    lit_test = ROOT / "tests" / "passes" / f"{name}.mlir"
+    text = lit_test.read_text()
+    assert text.startswith("// RUN: ") and name in text.splitlines()[0]
+    assert "CHECK-LABEL" in text and "// -----" in text  # and a "must not fire" case after a split
+
+
+@pytest.mark.parametrize("name", KILN_PASSES)
+def test_each_pass_is_in_the_default_pipeline(name):
+    assert any(name in group.passes for group in DEFAULT_PIPELINE)
+
+
+def test_torch_mlir_pipeline_has_none_of_kilns_passes():
+    assert not {name for group in TORCH_MLIR_PIPELINE for name in group.passes} & set(KILN_PASSES)
+
+
+def test_pipeline_text_round_trips():
+    assert parse_pipeline(pipeline_text(DEFAULT_PIPELINE)) == DEFAULT_PIPELINE
+    assert parse_pipeline("default") == DEFAULT_PIPELINE
+    assert parse_pipeline("torch-mlir") == TORCH_MLIR_PIPELINE
+    assert parse_pipeline(" prims(torch-backend-contract) , linalg( torch-to-linalg )") == (
+        PassGroup("prims", ("torch-backend-contract",)),
+        PassGroup("linalg", ("torch-to-linalg",)),
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("prims(fold-sin-coss)", r"unknown pass 'fold-sin-coss'; did you mean fold-sin-cos\b"),
+        ("prims(torch-backend-contract", r"cannot read --pipeline at character 1"),
+        ("linalg(torch-to-linalg),fused(fold-sin-cos)", r"pass 'fold-sin-cos' in stage 'fused' works on torch IR, but the IR is linalg there"),
+        ("prims(fuse-elementwise)", r"works on linalg IR, but the IR is torch there"),
+    ],
+)
+def test_bad_pipelines_are_named(text, message):
+    with pytest.raises(KilnError, match=message):
+        parse_pipeline(text)
+
+
+def test_disabling_a_pass_removes_it_everywhere():
+    pipeline = without_passes(DEFAULT_PIPELINE, ("canonicalize", "fold-sin-cos"))
+    remaining = [name for group in pipeline for name in group.passes]
+    assert "canonicalize" not in remaining and "fold-sin-cos" not in remaining
+    assert [group.name for group in pipeline] == [group.name for group in DEFAULT_PIPELINE]
+    with pytest.raises(KilnError, match="pass 'linalg-fuse-elementwise-ops' is not in the pipeline"):
+        without_passes(DEFAULT_PIPELINE, ("linalg-fuse-elementwise-ops",))
+    with pytest.raises(KilnError, match="unknown pass 'nope'"):
+        without_passes(DEFAULT_PIPELINE, ("nope",))
+
+
+def test_kiln_passes_lists_every_pass_and_the_default_pipeline():
+    result = invoke("passes")
+    assert result.exit_code == 0, result.output
+    for name, pass_ in PASSES.items():
+        (line,) = [line for line in result.output.splitlines() if line.split()[:1] == [name]]
+        assert pass_.summary in line and ("upstream" if pass_.upstream else "kiln") in line
+    for group in DEFAULT_PIPELINE:
+        assert re.search(rf"^  {group.name}\s+{re.escape(', '.join(group.passes))}$", result.output, re.MULTILINE)
+    assert pipeline_text(DEFAULT_PIPELINE) in result.output
+
+
+def test_help_documents_the_pass_flags():
+    result = subprocess.run([KILN, "compile", "--help"], capture_output=True, text=True, timeout=30)
+    for flag in ("--pipeline", "--disable-pass", "--print-after", "--print-after-all", "--timing"):
+        assert flag in result.stdout
+    result = subprocess.run([KILN, "--help"], capture_output=True, text=True, timeout=30)
+    assert "passes" in result.stdout and "opt" in result.stdout
+
+
+def test_print_after_and_timing(tmp_path):
+    output = tmp_path / "sincos.vmfb"
+    result = invoke(
+        "compile", EXAMPLES / "sincos.py", "-o", output, "--stop-after", "simplified",
+        "--print-after", "fold-sin-cos", "--print-after", "torch-backend-contract", "--timing",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    dumps = {path.name for path in (tmp_path / "sincos.stages").iterdir()}
+    assert {"02-prims.after-torch-backend-contract.mlir", "03-simplified.after-fold-sin-cos.mlir"} <= dumps
+    assert not any(".after-expand-pow-square" in name for name in dumps)
+    timings = re.findall(r"^ {4}([\w-]+)\s+(\d+\.\d+)s$", result.output, re.MULTILINE)
+    assert [name for name, _ in timings] == [p for g in DEFAULT_PIPELINE[:2] for p in dict.fromkeys(g.passes)]
+    assert re.search(r"^  simplified\s+\d+\.\d+s$", result.output, re.MULTILINE)
+
+
+def test_print_after_all_writes_one_dump_per_pass(tmp_path):
+    result = invoke("compile", EXAMPLES / "sincos.py", "-o", tmp_path / "s.vmfb", "--stop-after", "fused", "--print-after-all")
+    assert result.exit_code == 0, result.output
+    dumps = {path.name for path in (tmp_path / "s.stages").iterdir()}
+    for index, group in enumerate(DEFAULT_PIPELINE, start=2):
+        for name in group.passes:
+            assert f"{index:02d}-{group.name}.after-{name}.mlir" in dumps
+
+
+def test_torch_mlir_pipeline_and_disabled_pass_change_the_stages(tmp_path):
+    result = invoke("compile", EXAMPLES / "sincos.py", "-o", tmp_path / "a.vmfb", "--pipeline", "torch-mlir", "--stop-after", "linalg")
+    assert result.exit_code == 0, result.output
+    dumps = sorted(path.name for path in (tmp_path / "a.stages").iterdir())
+    assert dumps == ["00-exported.txt", "01-aten.mlir", "02-prims.mlir", "03-linalg.mlir"]
+    result = invoke(
+        "compile", EXAMPLES / "sincos.py", "-o", tmp_path / "b.vmfb", "--stop-after", "simplified",
+        "--disable-pass", "fold-sin-cos", "--print-after", "fold-sin-cos",
+    )  # fmt: skip
+    assert result.exit_code == 1
+    assert "error: [options] --print-after fold-sin-cos: no such pass in the pipeline" in result.output
+
+
+def test_kiln_opt_names_unknown_passes(tmp_path):
+    source = tmp_path / "empty.mlir"
+    source.write_text("module {}\n")
+    result = invoke("opt", source, "--pass", "fold-sin-cos,fuse-elementwize")
+    assert result.exit_code == 1
+    assert "unknown pass 'fuse-elementwize'; did you mean fuse-elementwise" in result.output

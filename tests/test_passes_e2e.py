@@ -1,0 +1,169 @@
+"""kiln's passes end to end: each one fires in the default pipeline and the artifact matches eager.
+
+For every pass, a small model that gives it something to do is compiled with the default pipeline
+and `print_after_all`; the test checks that the module changed across that pass (so the pass is
+in the pipeline and fired) and compares the artifact with eager PyTorch on fresh inputs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import ROOT, as_tuple, example_spec
+from torch import nn
+
+from kiln.compiler import CompileOptions, load_model_file, run_pipeline, spec_from_module
+from kiln.compiler.dispatches import count_dispatches
+from kiln.errors import KilnError
+from kiln.passes import DEFAULT_PIPELINE, TORCH_MLIR_PIPELINE
+
+
+class Function(nn.Module):
+    def __init__(self, function: Callable[..., object]) -> None:
+        super().__init__()
+        self.function = function
+
+    def forward(self, *args: torch.Tensor) -> object:
+        return self.function(*args)
+
+
+def floats(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape)
+
+
+def ints(*shape: int) -> torch.Tensor:
+    return torch.randint(-50, 50, shape)
+
+
+# pass -> (what gives it work, the inputs' makers)
+CASES: dict[str, tuple[Callable[..., object], tuple[Callable[[], torch.Tensor], ...]]] = {
+    "decompose-gelu": (lambda x: F.gelu(x) * F.gelu(x, approximate="tanh"), (lambda: floats(4, 8),)),
+    "decompose-sigmoid": (lambda x: torch.sigmoid(x) + F.silu(x), (lambda: floats(4, 8),)),
+    "fold-sin-cos": (lambda x: torch.sin(x) ** 2 + torch.cos(x) ** 2 + x, (lambda: floats(4, 8) * 10,)),
+    "fold-mul-one": (lambda x, y: (x * 1) * torch.ones(4, 8) + y, (lambda: floats(4, 8), lambda: floats(4, 8))),
+    "fold-add-zero": (lambda x, y: (x + 0) * y - torch.zeros(4, 8), (lambda: floats(4, 8), lambda: floats(4, 8))),
+    "fold-sub-self": (lambda n, m: (n - n) + m * 2, (lambda: ints(4, 8), lambda: ints(4, 8))),
+    "fold-neg-neg": (lambda x, y: torch.neg(-x) * y, (lambda: floats(4, 8), lambda: floats(4, 8))),
+    "fold-relu-relu": (lambda x, y: torch.relu(torch.relu(x - y)) * y, (lambda: floats(4, 8), lambda: floats(4, 8))),
+    "fold-transpose-chain": (
+        lambda x, z: (x.t().t() * 2, z.permute(2, 0, 1).transpose(1, 2) + 1),
+        (lambda: floats(4, 8), lambda: floats(2, 3, 4)),
+    ),
+    "fold-reshape-chain": (lambda x: x.reshape(32).view(8, 4).unsqueeze(0).squeeze(0) + 1, (lambda: floats(4, 8),)),
+    "expand-pow-square": (lambda x, y: x**2 + y.pow(2), (lambda: floats(4, 8), lambda: floats(4, 8))),
+    "fuse-elementwise": (
+        lambda x, b: torch.exp(x + b) * (x + b) - torch.tanh(x) / 2,
+        (lambda: floats(4, 8), lambda: floats(8)),
+    ),
+}
+
+
+def inputs_for(makers: tuple[Callable[[], torch.Tensor], ...], seed: int) -> tuple[torch.Tensor, ...]:
+    torch.manual_seed(seed)
+    return tuple(make() for make in makers)
+
+
+@pytest.mark.parametrize("pass_name", sorted(CASES))
+def test_pass_fires_in_the_default_pipeline_and_matches_eager(pass_name, tmp_path):
+    function, makers = CASES[pass_name]
+    model = Function(function)
+    spec = spec_from_module(model, inputs_for(makers, seed=0))
+    compilation = run_pipeline(spec, CompileOptions(dump_dir=tmp_path, print_after_all=True))
+    assert compilation.compiled is not None
+    before, after = module_around(pass_name, tmp_path)
+    assert before.read_text() != after.read_text(), f"{pass_name} left the module unchanged"
+    fresh = inputs_for(makers, seed=1)
+    with torch.no_grad():
+        expected = as_tuple(model(*fresh))
+    actual = as_tuple(compilation.compiled(*fresh))
+    for want, got in zip(expected, actual, strict=True):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def module_around(pass_name: str, dump_dir: Path) -> tuple[Path, Path]:
+    """The dumps of the module just before and just after `pass_name`, from `print_after_all`."""
+    ran = [(index, group.name, name) for index, group in enumerate(DEFAULT_PIPELINE, start=2) for name in group.passes]
+    position = next(i for i, (_, _, name) in enumerate(ran) if name == pass_name)
+    index, stage, _ = ran[position]
+    after = dump_dir / f"{index:02d}-{stage}.after-{pass_name}.mlir"
+    if position == 0:
+        return dump_dir / "01-aten.mlir", after
+    index, stage, previous = ran[position - 1]
+    return dump_dir / f"{index:02d}-{stage}.after-{previous}.mlir", after
+
+
+def test_low_precision_decompositions_match_eager():
+    torch.manual_seed(0)
+    model = Function(lambda x: F.gelu(x) + torch.sigmoid(x))
+    x = torch.randn(4, 8).bfloat16()
+    compiled = run_pipeline(spec_from_module(model, (x,)), CompileOptions()).compiled
+    assert compiled is not None
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=2e-2, atol=2e-2)
+
+
+def test_an_op_outside_the_primitive_set_is_named_with_a_reproducer(tmp_path):
+    spec = spec_from_module(Function(lambda x: F.gelu(x) + 1), (torch.randn(4, 8),))
+    options = CompileOptions(dump_dir=tmp_path, disable_passes=("decompose-gelu",))
+    with pytest.raises(KilnError) as raised:
+        run_pipeline(spec, options)
+    message = str(raised.value)
+    assert message.startswith("[prims] op torch.aten.gelu")
+    assert "failed in pass 'check-primitives': 'torch.aten.gelu' op is outside kiln's primitive set" in message
+    assert "--disable-pass check-primitives" in message
+    assert f"reproduce with: kiln opt {tmp_path / '01-aten.mlir'} --pass " in message
+
+
+def test_without_the_check_the_composite_still_compiles_and_matches():
+    model = Function(lambda x: F.gelu(x) + 1)
+    x = torch.randn(4, 8)
+    options = CompileOptions(disable_passes=("decompose-gelu", "check-primitives"))
+    compiled = run_pipeline(spec_from_module(model, (x,)), options).compiled
+    assert compiled is not None
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+def test_sincos_has_no_transcendental_math_and_returns_ones(tmp_path):
+    spec = example_spec("sincos")
+    compiled = run_pipeline(spec, CompileOptions(dump_dir=tmp_path)).compiled
+    assert compiled is not None
+    x = torch.randn(1024, 1024) * 100
+    torch.testing.assert_close(compiled(x), torch.ones_like(x), rtol=0, atol=0)
+    math_ops = re.compile(r"\bmath\.\w+|\bllvm\.intr\.(sin|cos|exp|log|pow)|@(sinf|cosf|expf|logf|powf)\b")
+    for phase in sorted(tmp_path.glob("*-vmfb-*.mlir")):
+        assert not math_ops.search(phase.read_text()), f"transcendental math left in {phase.name}"
+    assert count_dispatches(tmp_path) == 0
+
+
+def test_gelu_layernorm_needs_no_more_dispatches_with_our_passes(tmp_path):
+    spec = load_model_file(ROOT / "benchmarks" / "models" / "gelu_layernorm.py")
+    on, off = tmp_path / "on", tmp_path / "off"
+    compiled = run_pipeline(spec, CompileOptions(dump_dir=on)).compiled
+    run_pipeline(spec, CompileOptions(dump_dir=off, pipeline=TORCH_MLIR_PIPELINE))
+    assert count_dispatches(on) <= count_dispatches(off)
+    assert compiled is not None
+    torch.manual_seed(1)
+    inputs = tuple(torch.randn_like(x) for x in spec.example_inputs)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*inputs), spec.module(*inputs), rtol=1e-4, atol=1e-4)
+
+
+def test_fusion_report_and_graphs(tmp_path):
+    model = Function(lambda x, b: torch.exp(x + b) * (x + b) - torch.tanh(x) / 2)
+    spec = spec_from_module(model, (torch.randn(4, 8), torch.randn(8)))
+    run_pipeline(spec, CompileOptions(dump_dir=tmp_path, stop_after="fused"))
+    report = (tmp_path / "05-fused.fusion-report.md").read_text()
+    before, after = map(int, re.search(r"linalg ops: (\d+) before fusion, (\d+) after", report).groups())
+    assert after < before
+    chains = re.findall(r"^\| \d+ \| (.*) \|$", report, re.MULTILINE)
+    assert chains and all(re.fullmatch(r"(#\d+ [\w/]+)(, #\d+ [\w/]+)+", chain) for chain in chains)
+    for name in ("before", "after"):
+        dot = (tmp_path / f"05-fused.fusion-{name}.dot").read_text()
+        assert dot.startswith("digraph") and "->" in dot
