@@ -89,14 +89,23 @@ def find_cases(models: Path, only: tuple[str, ...]) -> list[Case]:
     return cases
 
 
-def compile_cases(cases: list[Case], target: str, gpu_arch: str | None, bundle: Path, thin_artifacts: bool) -> None:
+def compile_cases(
+    cases: list[Case],
+    target: str,
+    gpu_arch: str | None,
+    bundle: Path,
+    thin_artifacts: bool,
+    iree_flags: tuple[str, ...] = (),
+) -> None:
     """Compile every case into `bundle`; a case that fails to compile is recorded with its error."""
     from kiln.compiler import CompileOptions, run_pipeline, spec_from_module  # not on a runtime-only machine
     from kiln.compiler.targets import get_target
 
     # A thin bundle carries no weights, so they must be inline (`auto` would keep a large model's in an .irpa).
     params = "inline" if thin_artifacts else "auto"
-    options = CompileOptions(target=target, params=params, **({"gpu_arch": gpu_arch} if gpu_arch else {}))
+    options = CompileOptions(
+        target=target, params=params, extra_iree_flags=iree_flags, **({"gpu_arch": gpu_arch} if gpu_arch else {})
+    )
     bundle.mkdir(parents=True, exist_ok=True)
     machine, versions = environment("cpu")
     header = {
@@ -104,6 +113,7 @@ def compile_cases(cases: list[Case], target: str, gpu_arch: str | None, bundle: 
         "target": target,
         "driver": get_target(target).driver,
         "gpu_arch": gpu_arch,
+        "iree_flags": list(iree_flags),
         "kiln_source": _git_state(),
         "created": _now(),
         "command": _command(),
@@ -338,11 +348,20 @@ def suite() -> None:
 @click.option("--models", type=click.Path(path_type=Path), default=MODELS, show_default=True, help="Folder of model files.")
 @_only_option
 @click.option("--thin", "thin_artifacts", is_flag=True, help="Leave the weights out (the model files restore them): for carrying.")
+@click.option("--iree-flag", "iree_flags", multiple=True, metavar="FLAG", help="Extra iree-compile flag (repeatable): for trying levers.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Bundle folder [default: build/bench/<target>].")
-def compile_command(target: str, gpu_arch: str | None, models: Path, only: tuple[str, ...], thin_artifacts: bool, output: Path | None) -> None:
+def compile_command(
+    target: str,
+    gpu_arch: str | None,
+    models: Path,
+    only: tuple[str, ...],
+    thin_artifacts: bool,
+    iree_flags: tuple[str, ...],
+    output: Path | None,
+) -> None:
     """Compile every case into a bundle folder."""
     bundle = output or ROOT / "build" / "bench" / target
-    compile_cases(find_cases(models, only), target, gpu_arch, bundle, thin_artifacts)
+    compile_cases(find_cases(models, only), target, gpu_arch, bundle, thin_artifacts, iree_flags)
     click.echo(f"wrote {bundle}/")
 
 

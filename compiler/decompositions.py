@@ -1,4 +1,4 @@
-"""kiln's additions to the decomposition table applied before import.
+"""kiln's additions to the decomposition table applied before import, each for a failure it avoids.
 
 torch-mlir decomposes `aten.var_mean.correction` (what layer_norm becomes) by upcasting f32 to
 f64. On CPU that doubles the work and, for BERT's layer norms, makes IREE's llvm-cpu backend
@@ -36,6 +36,18 @@ def _var_mean(
     return var.to(x.dtype), mean.to(x.dtype)
 
 
+def _all_dim(x: torch.Tensor, dim: int, keepdim: bool = False) -> torch.Tensor:
+    return x.to(torch.int8).amin(dim, keepdim) != 0
+
+
+def _any_dim(x: torch.Tensor, dim: int, keepdim: bool = False) -> torch.Tensor:
+    return x.to(torch.int8).amax(dim, keepdim) != 0
+
+
 KILN_DECOMPOSITIONS: dict[torch._ops.OperatorBase, Callable[..., object]] = {
     aten.var_mean.correction: _var_mean,
+    # Reductions over i1 fail to bufferize in IREE 3.13's CUDA backend; PyTorch's attention
+    # decomposition has one (`all` of a row's -inf mask). min/max over int8 are the same reduction.
+    aten.all.dim: _all_dim,
+    aten.any.dim: _any_dim,
 }
