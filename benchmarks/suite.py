@@ -96,6 +96,7 @@ def compile_cases(
     bundle: Path,
     thin_artifacts: bool,
     iree_flags: tuple[str, ...] = (),
+    pipeline: str = "default",
 ) -> None:
     """Compile every case into `bundle`; a case that fails to compile is recorded with its error."""
     from kiln.compiler import CompileOptions, run_pipeline, spec_from_module  # not on a runtime-only machine
@@ -103,8 +104,14 @@ def compile_cases(
 
     # A thin bundle carries no weights, so they must be inline (`auto` would keep a large model's in an .irpa).
     params = "inline" if thin_artifacts else "auto"
+    from kiln.passes import parse_pipeline
+
     options = CompileOptions(
-        target=target, params=params, extra_iree_flags=iree_flags, **({"gpu_arch": gpu_arch} if gpu_arch else {})
+        target=target,
+        params=params,
+        extra_iree_flags=iree_flags,
+        pipeline=parse_pipeline(pipeline),
+        **({"gpu_arch": gpu_arch} if gpu_arch else {}),
     )
     bundle.mkdir(parents=True, exist_ok=True)
     machine, versions = environment("cpu")
@@ -349,6 +356,7 @@ def suite() -> None:
 @_only_option
 @click.option("--thin", "thin_artifacts", is_flag=True, help="Leave the weights out (the model files restore them): for carrying.")
 @click.option("--iree-flag", "iree_flags", multiple=True, metavar="FLAG", help="Extra iree-compile flag (repeatable): for trying levers.")
+@click.option("--pipeline", default="default", show_default=True, help="kiln pass pipeline, as `kiln compile --pipeline` takes it.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Bundle folder [default: build/bench/<target>].")
 def compile_command(
     target: str,
@@ -357,11 +365,12 @@ def compile_command(
     only: tuple[str, ...],
     thin_artifacts: bool,
     iree_flags: tuple[str, ...],
+    pipeline: str,
     output: Path | None,
 ) -> None:
     """Compile every case into a bundle folder."""
     bundle = output or ROOT / "build" / "bench" / target
-    compile_cases(find_cases(models, only), target, gpu_arch, bundle, thin_artifacts, iree_flags)
+    compile_cases(find_cases(models, only), target, gpu_arch, bundle, thin_artifacts, iree_flags, pipeline)
     click.echo(f"wrote {bundle}/")
 
 
