@@ -142,12 +142,12 @@ def compile_command(
                     else gfx942. Compile-only here: not yet run on an AMD GPU.
     """
     from kiln.compiler import CompileOptions, load_model_file, run_pipeline
-    from kiln.passes import parse_pipeline
-    from kiln.compiler.targets import choose_arch, get_target
     from kiln.compiler.capture import mark_dynamic
     from kiln.compiler.precision import convert_precision
-    from kiln.runtime.manifest import parameters_path
+    from kiln.compiler.targets import choose_arch, get_target
     from kiln.compiler.verify import verify as verify_artifact
+    from kiln.passes import parse_pipeline
+    from kiln.runtime.manifest import parameters_path
 
     output = output or Path(model_file.stem + ".vmfb")
     options = CompileOptions(

@@ -61,14 +61,14 @@ def run_command(
         sizes = {symbol: max(low or 1, 1) for symbol, (low, _) in function.spec.symbols.items()}
         values = [_random_tensor(tuple(sizes.get(d, d) for d in spec.shape), spec.dtype, generator) for spec in specs]
     else:
-        values = [_read_npy(path, spec.dtype) for path, spec in zip(inputs, specs)] + [
+        values = [_read_npy(path, spec.dtype) for path, spec in zip(inputs, specs, strict=False)] + [
             _read_npy(path, None) for path in inputs[len(specs) :]
         ]
     results = function(*values)
     results = results if isinstance(results, tuple) else (results,)
     if outputs and len(outputs) != len(results):
         raise KilnError(f"the artifact has {len(results)} output(s) but {len(outputs)} --output path(s) were given", stage="run")
-    for index, (spec, result) in enumerate(zip(function.spec.outputs, results)):
+    for index, (spec, result) in enumerate(zip(function.spec.outputs, results, strict=True)):
         if outputs:
             array = result.float().numpy() if result.dtype == torch.bfloat16 else result.numpy()
             np.save(outputs[index], array)

@@ -131,5 +131,5 @@ def _quiet_torch_logs() -> Iterator[None]:
         with redirect_stderr(io.StringIO()):
             yield
     finally:
-        for logger, level in zip(loggers, levels):
+        for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)

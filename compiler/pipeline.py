@@ -95,8 +95,8 @@ def stages_for(options: CompileOptions) -> tuple[Stage, ...]:
     )
 
 
-def stage_names(options: CompileOptions = CompileOptions()) -> tuple[str, ...]:
-    return tuple(stage.name for stage in stages_for(options))
+def stage_names(options: CompileOptions | None = None) -> tuple[str, ...]:
+    return tuple(stage.name for stage in stages_for(options or CompileOptions()))
 
 
 def _active_pipeline(options: CompileOptions) -> tuple[PassGroup, ...]:

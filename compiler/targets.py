@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kiln.errors import KilnError
-from kiln.runtime.devices import CPU_STACK_ALLOCATION_LIMIT
+from kiln.runtime.devices import CPU_STACK_ALLOCATION_LIMIT, host_cpu_model
 
 from .options import CompileOptions
 
@@ -80,19 +80,8 @@ def _cpu_flags(options: CompileOptions) -> list[str]:
 def _cpu_details(options: CompileOptions) -> dict[str, str]:
     details = {"cpu": options.cpu, "machine": platform.machine()}
     if options.cpu == "host":
-        details["host_cpu"] = _host_cpu_model()
+        details["host_cpu"] = host_cpu_model()
     return details
-
-
-def _host_cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _gpu_flags(options: CompileOptions) -> list[str]:

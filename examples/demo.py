@@ -10,7 +10,7 @@ import torch
 import kiln
 
 sys.path.insert(0, "examples")
-from mlp import model  # noqa: E402  (the same module the artifact was compiled from)
+from mlp import model
 
 artifact = kiln.load(sys.argv[1] if len(sys.argv) > 1 else "build/mlp.vmfb")
 x = torch.randn(8, 64)

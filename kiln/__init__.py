@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from kiln.runtime import LoadedModule
 
 __version__ = "0.1.0"
-__all__ = ["KilnError", "compile", "load", "__version__"]
+__all__ = ["KilnError", "__version__", "compile", "load"]
 
 
 def load(path: Any, device: str | None = None) -> LoadedModule:

@@ -27,7 +27,7 @@ import iree.runtime as rt
 import torch
 
 from .bench_results import Numerics, Timing
-from .devices import KIND_OF_DRIVER
+from .devices import KIND_OF_DRIVER, host_cpu_model
 from .module import LoadedModule
 from .tensors import to_device, to_host_array
 
@@ -197,7 +197,7 @@ def short_dtype(dtype: torch.dtype) -> str:
 def environment(torch_device: str) -> tuple[dict[str, Any], dict[str, str]]:
     """(machine, versions) for a report: CPU model, cores, threads, GPU; the packages that made the numbers."""
     machine: dict[str, Any] = {
-        "cpu": _cpu_model(),
+        "cpu": host_cpu_model(),
         "cores": os.cpu_count(),
         "threads": torch.get_num_threads(),
         "platform": platform.platform(),
@@ -249,17 +249,6 @@ def others_share(start: CpuClock | None, end: CpuClock | None) -> float | None:
         return None
     others = (end.busy_s - start.busy_s) - (end.own_s - start.own_s)
     return round(max(others, 0.0) / ((end.wall_s - start.wall_s) * (os.cpu_count() or 1)), 3)
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _version(distribution: str) -> str:

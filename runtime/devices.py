@@ -7,6 +7,7 @@ compiled for. A missing driver or device is an error that says so, never a hang 
 from __future__ import annotations
 
 import functools
+import platform
 import re
 
 import iree.runtime as rt
@@ -88,3 +89,15 @@ _IREE_STATUS = re.compile(r"\.c:\d+: [A-Z_]+; (.+)")  # ".../cuda_dynamic_symbol
 def _reserve_worker_stacks() -> None:
     """Must run before the first CPU device is made: IREE reads the flag when it starts its workers."""
     rt.flags.parse_flags(f"--task_worker_stack_size={CPU_WORKER_STACK_BYTES}")
+
+
+def host_cpu_model() -> str:
+    """This machine's CPU model name, e.g. "Intel(R) Xeon(R) Processor @ 2.80GHz", for manifests and reports."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"

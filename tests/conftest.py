@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kiln.compiler import CompileOptions, Compiled, ModelSpec, load_model_file, run_pipeline
+from kiln.compiler import Compiled, CompileOptions, ModelSpec, load_model_file, run_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -34,16 +34,18 @@ def as_tuple(value: object) -> tuple[torch.Tensor, ...]:
     return value if isinstance(value, tuple) else (value,)  # type: ignore[return-value]
 
 
-def cuda_visible() -> bool:
+def device_visible(driver: str) -> bool:
+    """Whether IREE sees a device of `driver` ("cuda", "vulkan") on this machine."""
     try:
         import iree.runtime as rt
 
-        return bool(rt.get_driver("cuda").query_available_devices())
+        return bool(rt.get_driver(driver).query_available_devices())
     except Exception:
         return False
 
 
-gpu = pytest.mark.skipif(not cuda_visible(), reason="no CUDA device visible to IREE")
+gpu = pytest.mark.skipif(not device_visible("cuda"), reason="no CUDA device visible to IREE")
+vulkan = pytest.mark.skipif(not device_visible("vulkan"), reason="no Vulkan device visible to IREE")
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import torch
 from click.testing import CliRunner
-
 from conftest import EXAMPLES, example_spec
+
 from kiln.cli.compile_command import STAGES
 from kiln.cli.main import kiln
 from kiln.compiler import stage_names

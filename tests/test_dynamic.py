@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import compile_spec, eager, example_spec
 from torch.export import Dim
 
 import kiln
-from conftest import compile_spec, eager, example_spec
 from kiln.compiler.capture import mark_dynamic
 from kiln.errors import KilnError
 

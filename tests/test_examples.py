@@ -7,7 +7,6 @@ import re
 
 import pytest
 import torch
-
 from conftest import EXAMPLES, as_tuple, eager
 
 EXAMPLE_NAMES = sorted(p.stem for p in EXAMPLES.glob("*.py") if p.stem != "demo")
@@ -27,7 +26,7 @@ def test_example_matches_eager(compiled_examples, name):
     expected = eager(spec, *fresh_inputs)
     actual = as_tuple(compiled(*fresh_inputs))
     assert len(actual) == len(expected)
-    for want, got in zip(expected, actual):
+    for want, got in zip(expected, actual, strict=True):
         assert got.dtype == want.dtype and got.shape == want.shape
         tolerance = TOLERANCES.get(want.dtype, 1e-4)
         torch.testing.assert_close(got, want, rtol=tolerance, atol=tolerance)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
-from conftest import EXAMPLES, as_tuple, cuda_visible, eager, example_spec, gpu
+from conftest import EXAMPLES, as_tuple, device_visible, eager, example_spec, gpu, vulkan
 
 import kiln
 from kiln.cli.compile_command import TARGETS as CLI_TARGETS
@@ -33,16 +33,6 @@ VULKAN_BF16 = (
 )
 
 
-def vulkan_visible() -> bool:
-    try:
-        import iree.runtime as rt
-
-        return bool(rt.get_driver("vulkan").query_available_devices())
-    except Exception:
-        return False
-
-
-vulkan = pytest.mark.skipif(not vulkan_visible(), reason="no Vulkan device visible to IREE")
 
 
 @functools.cache
@@ -337,7 +327,7 @@ def test_cli_gpu_arch_on_llvm_cpu_is_an_error(tmp_path):
 # -- the runtime, without the GPU ------------------------------------------------------------------
 
 
-@pytest.mark.skipif(cuda_visible(), reason="a CUDA device is visible")
+@pytest.mark.skipif(device_visible("cuda"), reason="a CUDA device is visible")
 def test_loading_a_cuda_artifact_without_a_gpu_says_so(tmp_path):
     path = compiled("mlp", "cuda", "sm_80").save(tmp_path / "mlp.vmfb")
     with pytest.raises(
@@ -349,7 +339,7 @@ def test_loading_a_cuda_artifact_without_a_gpu_says_so(tmp_path):
     )
 
 
-@pytest.mark.skipif(vulkan_visible(), reason="a Vulkan device is visible")
+@pytest.mark.skipif(device_visible("vulkan"), reason="a Vulkan device is visible")
 def test_loading_a_vulkan_artifact_without_a_gpu_says_so(tmp_path):
     path = compiled("mlp", "vulkan-spirv", "ampere").save(tmp_path / "mlp.vmfb")
     with pytest.raises(KilnError, match=r"this artifact targets vulkan; no Vulkan device is visible"):

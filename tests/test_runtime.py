@@ -76,7 +76,7 @@ def test_bad_inputs_are_named(add_mul, args, message):
 
 
 def test_missing_artifact(tmp_path):
-    with pytest.raises(KilnError, match="artifact not found: .*nothing.vmfb"):
+    with pytest.raises(KilnError, match=r"artifact not found: .*nothing\.vmfb"):
         kiln.load(tmp_path / "nothing.vmfb")
 
 
@@ -84,14 +84,14 @@ def test_corrupt_artifact(add_mul, tmp_path):
     path = tmp_path / "corrupt.vmfb"
     path.write_bytes(b"this is not a flatbuffer" * 10)
     path.with_suffix(".json").write_text(add_mul.manifest.to_json())
-    with pytest.raises(KilnError, match="corrupt.vmfb: not a valid IREE module"):
+    with pytest.raises(KilnError, match=r"corrupt\.vmfb: not a valid IREE module"):
         kiln.load(path)
 
 
 def test_missing_manifest(tmp_path):
     path = tmp_path / "lonely.vmfb"
     path.write_bytes(b"\0" * 16)
-    with pytest.raises(KilnError, match="manifest not found: .*lonely.json"):
+    with pytest.raises(KilnError, match=r"manifest not found: .*lonely\.json"):
         kiln.load(path)
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import iree.runtime as rt
 import pytest
 import torch
+from conftest import compile_spec, eager, example_spec
 
 import kiln
-from conftest import compile_spec, eager, example_spec
 from kiln.errors import KilnError
 
 

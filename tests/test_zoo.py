@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from conftest import EXAMPLES, as_tuple, compile_spec, eager
+
 from kiln.compiler import load_model_file
 
 ZOO = EXAMPLES / "zoo"
