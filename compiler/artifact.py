@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,12 +37,12 @@ class Compiled:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         if self.parameters is not None:
-            archive = parameters_path(path)
-            temporary = archive.with_name(f".{archive.name}.tmp")
-            save_archive_file(self.parameters.arrays(), temporary)
-            os.replace(temporary, archive)
-        _write_atomically(manifest_path(path), self.manifest.to_json().encode())
-        _write_atomically(path, self.vmfb)
+            with _atomically(parameters_path(path)) as temporary:
+                save_archive_file(self.parameters.arrays(), temporary)
+        with _atomically(manifest_path(path)) as temporary:
+            temporary.write_text(self.manifest.to_json())
+        with _atomically(path) as temporary:
+            temporary.write_bytes(self.vmfb)
         return path
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -67,12 +69,15 @@ def _version(distribution: str) -> str:
         return "unknown"
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+@contextmanager
+def _atomically(path: Path) -> Iterator[Path]:
+    """A temporary path beside `path` to write; renamed onto `path` on success, removed on failure."""
+    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(descriptor)
+    temporary = Path(name)
     try:
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(data)
+        yield temporary
         os.replace(temporary, path)
     except BaseException:
-        os.unlink(temporary)
+        temporary.unlink(missing_ok=True)
         raise
