@@ -97,6 +97,7 @@ def compile_cases(
     thin_artifacts: bool,
     iree_flags: tuple[str, ...] = (),
     pipeline: str = "default",
+    handoff: str | None = None,
 ) -> None:
     """Compile every case into `bundle`; a case that fails to compile is recorded with its error."""
     from kiln.compiler import CompileOptions, run_pipeline, spec_from_module  # not on a runtime-only machine
@@ -111,6 +112,7 @@ def compile_cases(
         params=params,
         extra_iree_flags=iree_flags,
         pipeline=parse_pipeline(pipeline),
+        handoff=handoff,
         **({"gpu_arch": gpu_arch} if gpu_arch else {}),
     )
     bundle.mkdir(parents=True, exist_ok=True)
@@ -121,6 +123,7 @@ def compile_cases(
         "driver": get_target(target).driver,
         "gpu_arch": gpu_arch,
         "iree_flags": list(iree_flags),
+        "handoff": handoff or get_target(target).handoff,
         "kiln_source": _git_state(),
         "created": _now(),
         "command": _command(),
@@ -357,6 +360,7 @@ def suite() -> None:
 @click.option("--thin", "thin_artifacts", is_flag=True, help="Leave the weights out (the model files restore them): for carrying.")
 @click.option("--iree-flag", "iree_flags", multiple=True, metavar="FLAG", help="Extra iree-compile flag (repeatable): for trying levers.")
 @click.option("--pipeline", default="default", show_default=True, help="kiln pass pipeline, as `kiln compile --pipeline` takes it.")
+@click.option("--handoff", type=click.Choice(("linalg", "torch")), help="Where IREE takes over [default: the target's].")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Bundle folder [default: build/bench/<target>].")
 def compile_command(
     target: str,
@@ -366,11 +370,12 @@ def compile_command(
     thin_artifacts: bool,
     iree_flags: tuple[str, ...],
     pipeline: str,
+    handoff: str | None,
     output: Path | None,
 ) -> None:
     """Compile every case into a bundle folder."""
     bundle = output or ROOT / "build" / "bench" / target
-    compile_cases(find_cases(models, only), target, gpu_arch, bundle, thin_artifacts, iree_flags, pipeline)
+    compile_cases(find_cases(models, only), target, gpu_arch, bundle, thin_artifacts, iree_flags, pipeline, handoff)
     click.echo(f"wrote {bundle}/")
 
 

@@ -63,6 +63,13 @@ STAGES = ("exported", "aten", "prims", "simplified", "linalg", "fused", "vmfb")
     help="Pass pipeline: `default`, `torch-mlir` (kiln's own passes off), or written out as "
     "stage(pass,pass),stage(pass); `kiln passes` prints the default one in that form.",
 )
+@click.option(
+    "--handoff",
+    type=click.Choice(("linalg", "torch")),
+    help="Where IREE takes over: `linalg` (kiln lowers to linalg-on-tensors and fuses; attention is "
+    "decomposed) or `torch` (after `simplified`, IREE's torch input pipeline lowers the rest and keeps "
+    "scaled_dot_product_attention as one fused op) [default: the target's: linalg for llvm-cpu].",
+)
 @click.option("--disable-pass", "disabled_passes", multiple=True, metavar="NAME", help="Leave this pass out (repeatable).")
 @click.option(
     "--print-after",
@@ -93,6 +100,7 @@ def compile_command(
     dump_dir: Path | None,
     stop_after: str | None,
     pipeline_text: str,
+    handoff: str | None,
     disabled_passes: tuple[str, ...],
     print_after: tuple[str, ...],
     print_after_all: bool,
@@ -119,6 +127,7 @@ def compile_command(
       linalg      linalg-on-tensors
       fused       elementwise chains fused, one linalg.generic each: the hand-off to IREE;
                   NN-fused.fusion-report.md says what went into each
+                  (--handoff torch: linalg and fused are IREE's job, after simplified)
       vmfb        IREE compile; each IREE phase dumped as NN-vmfb-KK-<phase>.mlir
 
     \b
@@ -160,6 +169,7 @@ def compile_command(
         dump_dir=dump_dir or output.with_name(output.stem + ".stages"),
         stop_after=stop_after,
         pipeline=parse_pipeline(pipeline_text),
+        handoff=handoff,
         disable_passes=disabled_passes,
         print_after=print_after,
         print_after_all=print_after_all,

@@ -7,6 +7,9 @@ externalized, lifted into named parameters (see weights.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import torch
 from torch.export import ExportedProgram
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
@@ -21,10 +24,26 @@ from .weights import Parameters, WeightHooks
 STAGE = "aten"
 
 
+# Ops IREE's torch input pipeline lowers whole, to one fused op (attention: iree_linalg_ext.attention).
+# Kept out of the decomposition table when kiln hands IREE the torch dialect.
+FUSED_IN_IREE = (
+    torch.ops.aten.scaled_dot_product_attention.default,
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default,
+)
+
+
+def decomposition_table(keep_fused: bool) -> dict[torch._ops.OperatorBase, Callable[..., object]]:
+    table = {**get_decomposition_table(), **KILN_DECOMPOSITIONS}
+    return {op: fn for op, fn in table.items() if not (keep_fused and op in FUSED_IN_IREE)}
+
+
 def import_program(
-    programs: dict[str, ExportedProgram], external_weights: bool
+    programs: dict[str, ExportedProgram], external_weights: bool, keep_fused: bool = False
 ) -> tuple[ir.Module, Parameters | None]:
-    """Import each program as the function of its name into one module; weights are shared."""
+    """Import each program as the function of its name into one module; weights are shared.
+
+    `keep_fused`: leave the ops in FUSED_IN_IREE whole, for IREE's torch input pipeline.
+    """
     context = ir.Context()
     torch_dialect.register_dialect(context)
     context.allow_unregistered_dialects = True  # the `#stream.parameter.named` attribute is IREE's
@@ -32,7 +51,7 @@ def import_program(
     hooks = WeightHooks(module, external=external_weights)
     for name, program in programs.items():
         try:
-            decomposed = program.run_decompositions({**get_decomposition_table(), **KILN_DECOMPOSITIONS})
+            decomposed = program.run_decompositions(decomposition_table(keep_fused))
             # The frozen import looks up every buffer in the state dict, but torch.export keeps
             # non-persistent buffers (e.g. BERT's position_ids) among the constants.
             for buffer in decomposed.graph_signature.non_persistent_buffers:

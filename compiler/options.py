@@ -15,6 +15,7 @@ class CompileOptions:
     gpu_arch: str | None = None  # GPU targets: e.g. "sm_86", "ampere", "gfx942"; None = the local GPU's, else a default
     opt_level: str = "O3"  # IREE's own default is O0
     extra_iree_flags: tuple[str, ...] = ()
+    handoff: str | None = None  # where IREE takes over: "linalg" (kiln lowers) or "torch"; None: the target's
     params: str = "auto"  # weights: "inline" in the .vmfb, "external" in an .irpa, or "auto" by size
     pipeline: tuple[PassGroup, ...] = DEFAULT_PIPELINE
     dump_dir: Path | None = None  # None: no stage dumps

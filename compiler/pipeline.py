@@ -28,7 +28,7 @@ from .iree_backend import iree_compile
 from .model_file import ModelSpec
 from .options import CompileOptions
 from .signature import Signature, signature_of
-from .targets import get_target
+from .targets import get_target, handoff_of
 from .weights import Parameters, externalize
 
 
@@ -101,12 +101,24 @@ def stage_names(options: CompileOptions | None = None) -> tuple[str, ...]:
 
 def _active_pipeline(options: CompileOptions) -> tuple[PassGroup, ...]:
     check_pipeline(options.pipeline)
-    pipeline = without_passes(options.pipeline, options.disable_passes)
+    pipeline = without_passes(_up_to_handoff(options), options.disable_passes)
     listed = {name for group in pipeline for name in group.passes}
     for name in options.print_after:
         if name not in listed:
             raise KilnError(f"--print-after {name}: no such pass in the pipeline", stage="options")
     return pipeline
+
+
+def _up_to_handoff(options: CompileOptions) -> tuple[PassGroup, ...]:
+    """The pipeline's groups that work above the hand-off: at "torch", those before the lowering to linalg."""
+    if handoff_of(options) == "linalg":
+        return options.pipeline
+    groups: list[PassGroup] = []
+    for group in options.pipeline:
+        if any(PASSES[name].lowers_to == "linalg" for name in group.passes):
+            break
+        groups.append(group)
+    return tuple(groups)
 
 
 def run_pipeline(
@@ -151,7 +163,10 @@ def _capture(spec: ModelSpec, context: StageContext) -> Exported:
 
 def _import(exported: Exported, context: StageContext) -> Program:
     programs = exported.programs
-    module, parameters = import_program(programs, externalize(list(programs.values()), context.options.params))
+    options = context.options
+    module, parameters = import_program(
+        programs, externalize(list(programs.values()), options.params), keep_fused=handoff_of(options) == "torch"
+    )
     return Program(module, {name: signature_of(p) for name, p in programs.items()}, parameters)
 
 
@@ -203,7 +218,9 @@ def _shorten(text: str, limit: int = 240) -> str:
 def _backend(program: Program, context: StageContext) -> Compiled:
     options = context.options
     target = get_target(options.target)
-    flags = [*target.flags(options), f"--iree-opt-level={options.opt_level}", *options.extra_iree_flags]
+    handoff = handoff_of(options)
+    input_type = ["--iree-input-type=torch"] if handoff == "torch" else []
+    flags = [*target.flags(options), *input_type, f"--iree-opt-level={options.opt_level}", *options.extra_iree_flags]
     text = program.module.operation.get_asm(enable_debug_info=True)
     vmfb = iree_compile(text, flags, context.dump_stem, context.input_dump)
     spec = context.spec
@@ -220,7 +237,7 @@ def _backend(program: Program, context: StageContext) -> Compiled:
         functions=functions,
         target=target.name,
         driver=target.driver,
-        target_details=target.details(options),
+        target_details={**target.details(options), "handoff": handoff},
         iree_flags=tuple(flags),
         versions=versions(),
         source={"path": str(spec.source), "sha256": spec.source_sha256 or ""} if spec.source else {},

@@ -37,6 +37,13 @@ class GpuArchs:
     detect: Callable[[], str | None]  # the local GPU's architecture, or None
 
 
+# Where IREE takes the model over. "linalg": kiln lowers to linalg-on-tensors (its own passes run
+# to the end, attention is decomposed into matmuls and a softmax). "torch": kiln hands over the
+# simplified torch dialect and IREE's torch input pipeline lowers it, keeping
+# scaled_dot_product_attention whole (one fused attention op) and using IREE's own lowerings.
+HANDOFFS = ("linalg", "torch")
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
@@ -45,6 +52,7 @@ class Target:
     flags: Callable[[CompileOptions], list[str]]
     details: Callable[[CompileOptions], dict[str, str]]  # recorded in the manifest
     archs: GpuArchs | None = None  # GPU targets only
+    handoff: str = "linalg"  # the default hand-off point (HANDOFFS), chosen by measurement (benchmarks/NOTES.md)
 
 
 @dataclass(frozen=True)
@@ -262,6 +270,14 @@ def get_target(name: str) -> Target:
     if name not in TARGETS:
         raise KilnError(f"unknown target '{name}'; known targets: {', '.join(TARGETS)}", stage=STAGE)
     return TARGETS[name]
+
+
+def handoff_of(options: CompileOptions) -> str:
+    """The hand-off point a compile uses: the one asked for, else the target's."""
+    handoff = options.handoff or get_target(options.target).handoff
+    if handoff not in HANDOFFS:
+        raise KilnError(f"unknown hand-off '{handoff}'; known: {', '.join(HANDOFFS)}", stage=STAGE)
+    return handoff
 
 
 def _archs_of(target_name: str) -> GpuArchs:

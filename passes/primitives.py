@@ -75,6 +75,11 @@ CONTRACTIONS_AND_WINDOWS = _aten(
     "upsample_nearest2d", "upsample_bilinear2d",
 )  # fmt: skip
 
+# Composites kept whole on purpose: only when kiln hands IREE the torch dialect (compiler/importer.py
+# FUSED_IN_IREE), for IREE to lower to one fused op. With the linalg hand-off they are decomposed at
+# import and never reach this check.
+FUSED_IN_BACKEND = _aten("scaled_dot_product_attention")
+
 # Data movement and creation: no arithmetic on the elements.
 DATA_MOVEMENT = _aten(
     "view", "permute", "unsqueeze", "squeeze", "squeeze.dim", "slice.Tensor", "select.int", "cat", "stack",
@@ -89,7 +94,8 @@ DATA_MOVEMENT = _aten(
 SHAPES = frozenset({"torch.aten.size.int", "torch.aten.dim", "torch.prim.NumToTensor.Scalar", "torch.bind_symbolic_shape"})
 
 PRIMITIVES: frozenset[str] = (
-    STRUCTURE | ARITHMETIC | MATH | COMPARE_AND_SELECT | REDUCTIONS | CONTRACTIONS_AND_WINDOWS | DATA_MOVEMENT | SHAPES
+    STRUCTURE | ARITHMETIC | MATH | COMPARE_AND_SELECT | REDUCTIONS | CONTRACTIONS_AND_WINDOWS | FUSED_IN_BACKEND
+    | DATA_MOVEMENT | SHAPES
 )
 
 

@@ -1,0 +1,46 @@
+"""The hand-off point: kiln's linalg, or the torch dialect into IREE's own input pipeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from kiln.compiler import CompileOptions, run_pipeline, spec_from_module, stage_names
+from kiln.errors import KilnError
+
+
+class Attention(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = torch.nn.Linear(32, 96)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = (t.view(2, 16, 4, 8).transpose(1, 2) for t in self.qkv(x).split(32, dim=2))
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+@pytest.mark.parametrize("handoff", ["linalg", "torch"])
+def test_handoff_matches_eager_and_keeps_attention_whole_only_at_torch(handoff: str, tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model, x = Attention(), torch.randn(2, 16, 32)
+    options = CompileOptions(handoff=handoff, dump_dir=tmp_path)
+    compiled = run_pipeline(spec_from_module(model, (x,)), options).compiled
+    assert compiled is not None
+    np.testing.assert_allclose(np.asarray(compiled(x)), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+    assert compiled.manifest.target_details["handoff"] == handoff
+    assert ("--iree-input-type=torch" in compiled.manifest.iree_flags) == (handoff == "torch")
+    (dispatch_creation,) = tmp_path.glob("*-vmfb-05-dispatch-creation.mlir")
+    assert ("iree_linalg_ext.attention" in dispatch_creation.read_text()) == (handoff == "torch")
+
+
+def test_torch_handoff_drops_the_linalg_stages() -> None:
+    assert stage_names(CompileOptions(handoff="torch")) == ("exported", "aten", "prims", "simplified", "vmfb")
+    assert "linalg" in stage_names(CompileOptions())  # llvm-cpu hands off at linalg by default
+
+
+def test_unknown_handoff_is_an_error() -> None:
+    with pytest.raises(KilnError, match="unknown hand-off 'mlir'; known: linalg, torch"):
+        stage_names(CompileOptions(handoff="mlir"))
