@@ -22,7 +22,9 @@ UPSTREAM_PASSES: tuple[Pass, ...] = (
         name="torch-backend-contract",
         summary="value semantics, shape/dtype refinement and torch-mlir's op decompositions",
         level="torch",
-        pipeline="torchdynamo-export-to-torch-backend-pipeline",
+        # Attention reaches this pass only at the torch hand-off (compiler/importer.py FUSED_IN_IREE),
+        # to stay whole for IREE's fused attention; without this option non-causal attention is decomposed.
+        pipeline="torchdynamo-export-to-torch-backend-pipeline{backend-legal-ops=aten.scaled_dot_product_attention}",
         hint=NO_LOWERING,
     ),
     Pass(

@@ -13,19 +13,23 @@ from kiln.errors import KilnError
 
 
 class Attention(torch.nn.Module):
-    def __init__(self) -> None:
+    def __init__(self, causal: bool) -> None:
         super().__init__()
         self.qkv = torch.nn.Linear(32, 96)
+        self.causal = causal
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         q, k, v = (t.view(2, 16, 4, 8).transpose(1, 2) for t in self.qkv(x).split(32, dim=2))
-        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
 
 
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
 @pytest.mark.parametrize("handoff", ["linalg", "torch"])
-def test_handoff_matches_eager_and_keeps_attention_whole_only_at_torch(handoff: str, tmp_path: Path) -> None:
+def test_handoff_matches_eager_and_keeps_attention_whole_only_at_torch(
+    handoff: str, causal: bool, tmp_path: Path
+) -> None:
     torch.manual_seed(0)
-    model, x = Attention(), torch.randn(2, 16, 32)
+    model, x = Attention(causal), torch.randn(2, 16, 32)
     options = CompileOptions(handoff=handoff, dump_dir=tmp_path)
     compiled = run_pipeline(spec_from_module(model, (x,)), options).compiled
     assert compiled is not None
