@@ -1,0 +1,323 @@
+"""`kiln tune`: find the fastest right way to compile one model for one target on one machine.
+
+Each candidate (a choice per knob of the target's space, tuning_space.py) is compiled into a tuning
+folder, checked against eager PyTorch and timed by kiln.runtime.tuning_measure; the winner goes
+into the tuning cache (tuning_cache.py), where `kiln compile --tuned` finds it.
+
+- `tune`, where the target's device is: coordinate descent from kiln's default. Each knob's other
+  choices are tried in turn on top of the best so far; one that is faster by more than `min_gain`
+  becomes the best. Sweeps repeat while something moved, within the candidate and time budgets.
+  At the end the winner and the default are timed again, back to back, and the winner is kept
+  only if it still wins: on a shared machine, one lucky run is not a gain.
+- `prepare` here, `measure` there, `accept` here, for a device on another machine (a GPU host
+  with only the runtime). Coordinate descent needs each step's times before the next, so the
+  split tries kiln's default and every single-knob variant of it, compiled in one go.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+from iree.runtime import save_archive_file
+
+from kiln.errors import KilnError
+from kiln.runtime.bench import Settings, environment, torch_device_for
+from kiln.runtime.manifest import manifest_path
+from kiln.runtime.tuning_measure import (
+    PLAN,
+    WEIGHTS,
+    Candidate,
+    Measured,
+    Measurement,
+    Plan,
+    Reference,
+    first_line,
+    measure_candidate,
+    twin_of,
+    write_reference,
+)
+
+from .artifact import versions
+from .model_file import ModelSpec
+from .options import CompileOptions
+from .pipeline import run_pipeline
+from .targets import get_target
+from .tuning_cache import ModelRef, TuneEntry, command_for, key_fields, key_of, store
+from .tuning_space import Assignment, Space, TunedSettings, apply_settings, assign, describe, settings_of
+from .weights import Parameters
+
+STAGE = "tune"
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_candidates: int = 20  # candidates compiled, kiln's default included
+    budget_s: float = 1200.0  # no candidate is started after this long
+    sweeps: int = 2  # coordinate descent: passes over the knobs (fewer once nothing moves)
+    min_gain: float = 0.03  # a candidate must be this much faster than the best so far to replace it
+
+
+def improves(median_ms: float, best_ms: float, min_gain: float) -> bool:
+    return median_ms < best_ms * (1.0 - min_gain)
+
+
+def reference_of(spec: ModelSpec) -> Reference:
+    """Each function's example inputs and eager PyTorch's outputs for them, on this machine's CPU."""
+    reference: Reference = {}
+    for entry in spec.entries:
+        expected = entry(*entry.example_inputs)
+        reference[entry.name] = (entry.example_inputs, expected if isinstance(expected, tuple) else (expected,))
+    return reference
+
+
+class CandidateFolder:
+    """Compiles candidates into a tuning folder: one artifact per distinct candidate, the weights shared.
+
+    A candidate whose artifact is byte-identical to an earlier one's (a flag that changes nothing
+    for this model) is not written again: it is `same_as` the earlier one and measured once.
+    """
+
+    def __init__(self, folder: Path, spec: ModelSpec, base: CompileOptions, space: Space) -> None:
+        self.folder, self.spec, self.base, self.space = folder, spec, base, space
+        self.candidates: dict[str, Candidate] = {}
+        self._digests: dict[str, str] = {}  # artifact SHA-256 -> the candidate that has it
+        self._weights: dict[str, torch.Tensor] = {}
+
+    @property
+    def weights(self) -> str | None:
+        """The shared weights archive's name in the folder, when the candidates have external weights."""
+        return WEIGHTS if self._weights else None
+
+    def compile(self, assignment: Assignment) -> Candidate:
+        name, settings = describe(assignment), settings_of(self.space, assignment)
+        candidate = Candidate(name, dict(assignment), asdict(settings))
+        start = time.perf_counter()
+        try:
+            compiled = run_pipeline(self.spec, apply_settings(self.base, settings)).compiled
+        except Exception as exc:  # a candidate that does not compile is a verdict, not the end of the search
+            candidate = replace(candidate, error=f"compile failed: {first_line(exc)}")
+        else:
+            assert compiled is not None
+            candidate = replace(candidate, compile_s=round(time.perf_counter() - start, 2))
+            digest = hashlib.sha256(compiled.vmfb).hexdigest()
+            if digest in self._digests:
+                candidate = replace(candidate, same_as=self._digests[digest])
+            else:
+                self._digests[digest] = name
+                artifact = self.folder / f"c{len(self._digests) - 1:02d}.vmfb"
+                artifact.write_bytes(compiled.vmfb)
+                manifest_path(artifact).write_text(compiled.manifest.to_json())
+                self._share(compiled.parameters)
+                candidate = replace(candidate, artifact=artifact.name)
+        self.candidates[name] = candidate
+        return candidate
+
+    def artifact_of(self, name: str) -> Candidate:
+        """The candidate that holds `name`'s artifact: itself, or the one it is the same as."""
+        candidate = self.candidates[name]
+        return self.candidates[candidate.same_as] if candidate.same_as else candidate
+
+    def _share(self, parameters: Parameters | None) -> None:
+        """Every candidate reads the same weights: write them once (again only if a candidate adds some)."""
+        if parameters is None or parameters.tensors.keys() <= self._weights.keys():
+            return
+        self._weights.update(parameters.tensors)
+        save_archive_file(Parameters(self._weights).arrays(), self.folder / WEIGHTS)
+
+
+def coordinate_descent(
+    space: Space, evaluate: Callable[[Assignment], Measurement], limits: Limits, progress: Progress
+) -> tuple[dict[str, str], list[Measurement]]:
+    """The best assignment found from kiln's default, and every candidate's measurement in the order tried."""
+    start = time.perf_counter()
+    baseline = evaluate({})
+    progress(_line(1, baseline, "baseline"))
+    if not baseline.ok or baseline.median_ms is None:
+        raise KilnError(
+            f"kiln's default compile of this model is rejected ({baseline.error}); there is nothing to tune against",
+            stage=STAGE,
+        )
+    tried: dict[str, Measurement] = {baseline.name: baseline}
+    best: dict[str, str] = {}
+    best_ms = baseline.median_ms
+    for _ in range(limits.sweeps):
+        moved = False
+        for knob in space:
+            for choice in knob.choices:
+                assignment = assign(space, best, knob, choice.label)
+                if describe(assignment) in tried:
+                    continue
+                if len(tried) >= limits.max_candidates or time.perf_counter() - start > limits.budget_s:
+                    progress(f"stopped: {len(tried)} candidates, {time.perf_counter() - start:.0f} s (see --max-candidates, --budget-s)")
+                    return best, list(tried.values())
+                measurement = evaluate(assignment)
+                tried[measurement.name] = measurement
+                verdict = f"rejected: {measurement.error}"
+                if measurement.median_ms is not None:
+                    change = f"{measurement.median_ms / best_ms - 1:+.1%} vs best"
+                    if improves(measurement.median_ms, best_ms, limits.min_gain):
+                        best, best_ms, moved, verdict = assignment, measurement.median_ms, True, f"kept ({change})"
+                    else:
+                        verdict = f"not kept ({change})"
+                if measurement.same_as:
+                    verdict += f"; same artifact as {measurement.same_as}"
+                progress(_line(len(tried), measurement, verdict))
+        if not moved:
+            break
+    return best, list(tried.values())
+
+
+def tune(
+    ref: ModelRef,
+    base: CompileOptions,
+    space: Space,
+    limits: Limits,
+    settings: Settings,
+    device: str | None,
+    command: str,
+    progress: Progress,
+) -> TuneEntry:
+    """Tune here: compile, check and time candidates on this machine's device; store and return the winner."""
+    spec = ref.load()
+    fields = key_fields(spec, ref, base)
+    with tempfile.TemporaryDirectory(prefix="kiln-tune-") as name:
+        folder = Path(name)
+        reference = reference_of(spec)
+        candidates = CandidateFolder(folder, spec, base, space)
+        measured: dict[str, Measurement] = {}
+
+        def time_candidate(name: str) -> Measurement:
+            candidate = candidates.artifact_of(name)
+            return measure_candidate(folder, candidate, reference, settings, device, candidates.weights)
+
+        def evaluate(assignment: Assignment) -> Measurement:
+            candidate = candidates.compile(assignment)
+            if candidate.same_as is not None:
+                measured[candidate.name] = twin_of(measured[candidate.same_as], candidate)
+            else:
+                measured[candidate.name] = time_candidate(candidate.name)
+            return measured[candidate.name]
+
+        best, trail = coordinate_descent(space, evaluate, limits, progress)
+        default_ms = tuned_ms = trail[0].median_ms
+        if best:  # the winner and the default again, back to back
+            again_default, again_best = time_candidate(trail[0].name), time_candidate(describe(best))
+            progress(f"re-timed: default {_ms(again_default)}, {describe(best)} {_ms(again_best)}")
+            if again_default.median_ms and again_best.median_ms and improves(again_best.median_ms, again_default.median_ms, limits.min_gain):
+                default_ms, tuned_ms = again_default.median_ms, again_best.median_ms
+            else:
+                progress("the gain did not hold when re-timed: keeping kiln's default")
+                best = {}
+    assert default_ms is not None and tuned_ms is not None
+    torch_device = torch_device_for(get_target(base.target).driver, device)
+    entry = TuneEntry(
+        key=key_of(fields),
+        key_fields=fields,
+        settings=settings_of(space, best),
+        default_ms=default_ms,
+        tuned_ms=tuned_ms,
+        candidates=tuple(trail),
+        created=_now(),
+        machine=environment(torch_device)[0],
+        command=command,
+    )
+    store(entry)
+    return entry
+
+
+def single_knob_assignments(space: Space) -> list[dict[str, str]]:
+    """kiln's default, then each knob's other choices one at a time: the split's candidates."""
+    return [{}, *({knob.name: choice.label} for knob in space for choice in knob.choices[1:])]
+
+
+def prepare(
+    ref: ModelRef, base: CompileOptions, space: Space, limits: Limits, folder: Path, command: str, progress: Progress
+) -> Plan:
+    """Compile the split's candidates into `folder` with the reference outputs; write and return its plan."""
+    if folder.exists() and any(folder.iterdir()):
+        raise KilnError(f"{folder} is not empty; prepare writes a fresh tuning folder", stage=STAGE)
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = ref.load()
+    fields = key_fields(spec, ref, base)
+    write_reference(folder, reference_of(spec))
+    candidates = CandidateFolder(folder, spec, base, space)
+    assignments = single_knob_assignments(space)[: limits.max_candidates]
+    start = time.perf_counter()
+    for index, assignment in enumerate(assignments):
+        if index and time.perf_counter() - start > limits.budget_s:
+            progress(f"stopped at the budget: {index} of {len(assignments)} candidates compiled (see --budget-s)")
+            break
+        candidate = candidates.compile(assignment)
+        outcome = candidate.error or (f"same artifact as {candidate.same_as}" if candidate.same_as else candidate.artifact)
+        compile_s = f"compile {candidate.compile_s:5.1f} s" if candidate.compile_s is not None else "compile     - "
+        progress(f"[{index + 1}/{len(assignments)}] {candidate.name:<36} {compile_s}  {outcome}")
+    if all(c.artifact is None for c in candidates.candidates.values()):
+        raise KilnError("no candidate compiled; see the errors above", stage=STAGE)
+    plan = Plan(
+        key=key_of(fields),
+        key_fields=fields,
+        target=base.target,
+        driver=get_target(base.target).driver,
+        command=command,
+        compile_with=command_for(["kiln", "compile"], ref, base) + " --tuned",
+        created=_now(),
+        compiled_on=environment("cpu")[0],
+        candidates=tuple(candidates.candidates.values()),
+        weights=candidates.weights,
+    )
+    (folder / PLAN).write_text(plan.to_json())
+    return plan
+
+
+def accept(folder: Path, min_gain: float, progress: Progress) -> TuneEntry:
+    """Store the winner of a measured tuning folder in the cache; returns the entry."""
+    plan, measured = Plan.read(folder), Measured.read(folder)
+    found = {m.name: m for m in measured.measurements}
+    default = found.get(plan.candidates[0].name)
+    if default is None or default.median_ms is None:
+        why = default.error if default is not None else "not measured"
+        raise KilnError(f"kiln's default was rejected where it was measured ({why}); nothing to tune against", stage=STAGE)
+    fastest = min((m for m in found.values() if m.median_ms is not None), key=lambda m: m.median_ms or 0.0)
+    assert fastest.median_ms is not None
+    winner = fastest if improves(fastest.median_ms, default.median_ms, min_gain) else default
+    for m in sorted(found.values(), key=lambda m: (m.median_ms is None, m.median_ms or 0.0)):
+        verdict = f"{m.median_ms / default.median_ms - 1:+.1%} vs default" if m.median_ms else f"rejected: {m.error}"
+        progress(f"{m.name:<36} {m.line()}  {verdict}{'  <- winner' if m is winner else ''}")
+    here = versions()
+    made_with = (plan.key_fields["kiln"], plan.key_fields["iree_compiler"])
+    if made_with != (here["torchkiln"], here["iree-base-compiler"]):
+        progress(f"note: prepared with kiln {made_with[0]} / IREE {made_with[1]}; `kiln compile --tuned` here finds it only with those")
+    candidate = next(c for c in plan.candidates if c.name == winner.name)
+    entry = TuneEntry(
+        key=plan.key,
+        key_fields=plan.key_fields,
+        settings=TunedSettings.from_dict(candidate.settings),
+        default_ms=default.median_ms,
+        tuned_ms=winner.median_ms or default.median_ms,
+        candidates=measured.measurements,
+        created=_now(),
+        machine=measured.machine,
+        command=plan.command,
+    )
+    store(entry)
+    return entry
+
+
+def _line(index: int, measurement: Measurement, verdict: str) -> str:
+    return f"[{index}] {measurement.name:<36} {measurement.line()}  {verdict}"
+
+
+def _ms(measurement: Measurement) -> str:
+    return f"{measurement.median_ms:.3f} ms" if measurement.median_ms is not None else f"rejected ({measurement.error})"
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
