@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -81,6 +82,12 @@ STAGES = ("exported", "aten", "prims", "simplified", "linalg", "fused", "vmfb")
 @click.option("--timing", is_flag=True, help="Print the time each stage and each pass took.")
 @click.option("--opt-level", type=click.Choice(("O0", "O1", "O2", "O3")), default="O3", show_default=True, help="IREE optimization level.")
 @click.option("--iree-flag", "iree_flags", multiple=True, metavar="FLAG", help="Extra iree-compile flag (repeatable).")
+@click.option(
+    "--tuned",
+    is_flag=True,
+    help="Apply the settings `kiln tune` stored for this model, target and machine (they override "
+    "--handoff, --opt-level and --pipeline; --iree-flag comes after them); an error says how to tune first.",
+)
 @click.option("--verify", is_flag=True, help="Run the artifact on the example inputs and compare with eager PyTorch.")
 @click.option("--rtol", type=float, help="--verify relative tolerance [default: by dtype, 1e-4 for f32].")
 @click.option("--atol", type=float, help="--verify absolute tolerance [default: by dtype, 1e-4 for f32].")
@@ -107,6 +114,7 @@ def compile_command(
     timing: bool,
     opt_level: str,
     iree_flags: tuple[str, ...],
+    tuned: bool,
     verify: bool,
     rtol: float | None,
     atol: float | None,
@@ -181,6 +189,14 @@ def compile_command(
             click.echo(f"note: {note}", err=True)  # even with --quiet: it says what the artifact is built for
     loaded = load_model_file(model_file, model_name, inputs_name)
     spec = convert_precision(mark_dynamic(loaded, dynamic_dims), precision)
+    tuning = None
+    if tuned:
+        from kiln.compiler.tuning_cache import ModelRef, lookup
+        from kiln.compiler.tuning_space import apply_settings
+
+        tuning = lookup(spec, ModelRef(model_file, model_name, inputs_name, dynamic_dims, precision), options)
+        options = apply_settings(options, tuning.settings)
+        click.echo(f"tuned: {tuning.summary()}", err=True)  # even with --quiet: it says how the artifact is built
     compilation = run_pipeline(spec, options, report)
     if timing:
         click.echo(timing_table(compilation.stages))
@@ -201,6 +217,10 @@ def compile_command(
                 stage="verify",
                 hint="loosen with --rtol/--atol if the difference is expected",
             )
+    if tuning is not None:
+        from kiln.compiler.tuning_cache import mark_tuned
+
+        compilation = replace(compilation, compiled=mark_tuned(compilation.compiled, tuning))
     path = compilation.compiled.save(output)
     size_kib = path.stat().st_size / 1024
     weights = ""

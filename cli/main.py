@@ -20,6 +20,7 @@ from .compile_command import compile_command
 from .opt_command import opt_command
 from .passes_command import passes_command
 from .run_command import run_command
+from .tune_command import tune_command
 
 
 class KilnGroup(click.Group):
@@ -63,6 +64,7 @@ kiln.add_command(run_command)
 kiln.add_command(passes_command)
 kiln.add_command(opt_command)
 kiln.add_command(bench_command)
+kiln.add_command(tune_command)
 
 
 def main() -> None:
