@@ -17,6 +17,7 @@ into the tuning cache (tuning_cache.py), where `kiln compile --tuned` finds it.
 from __future__ import annotations
 
 import hashlib
+import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,7 +29,7 @@ import torch
 from iree.runtime import save_archive_file
 
 from kiln.errors import KilnError
-from kiln.runtime.bench import Settings, environment, torch_device_for
+from kiln.runtime.bench import Settings, cpu_clock, environment, others_share, torch_device_for
 from kiln.runtime.manifest import manifest_path
 from kiln.runtime.tuning_measure import (
     PLAN,
@@ -54,6 +55,7 @@ from .tuning_space import Assignment, Space, TunedSettings, apply_settings, assi
 from .weights import Parameters
 
 STAGE = "tune"
+RETIME_ROUNDS = 3
 Progress = Callable[[str], None]
 
 
@@ -206,16 +208,18 @@ def tune(
                 measured[candidate.name] = time_candidate(candidate.name)
             return measured[candidate.name]
 
+        clock = cpu_clock()
         best, trail = coordinate_descent(space, evaluate, limits, progress)
         default_ms = tuned_ms = trail[0].median_ms
-        if best:  # the winner and the default again, back to back
-            again_default, again_best = time_candidate(trail[0].name), time_candidate(describe(best))
-            progress(f"re-timed: default {_ms(again_default)}, {describe(best)} {_ms(again_best)}")
-            if again_default.median_ms and again_best.median_ms and improves(again_best.median_ms, again_default.median_ms, limits.min_gain):
-                default_ms, tuned_ms = again_default.median_ms, again_best.median_ms
-            else:
+        if best:
+            default_ms, tuned_ms = _retime(time_candidate, trail[0].name, describe(best), progress)
+            if default_ms is None or tuned_ms is None or not improves(tuned_ms, default_ms, limits.min_gain):
                 progress("the gain did not hold when re-timed: keeping kiln's default")
                 best = {}
+                default_ms = tuned_ms = default_ms or trail[0].median_ms
+        busy = others_share(clock, cpu_clock())
+    if busy is not None and busy > 0.1:
+        progress(f"note: other processes used {busy:.0%} of the CPUs meanwhile; CPU timings suffer from that")
     assert default_ms is not None and tuned_ms is not None
     torch_device = torch_device_for(get_target(base.target).driver, device)
     entry = TuneEntry(
@@ -226,7 +230,7 @@ def tune(
         tuned_ms=tuned_ms,
         candidates=tuple(trail),
         created=_now(),
-        machine=environment(torch_device)[0],
+        machine={**environment(torch_device)[0], "others_cpu_share": busy},
         command=command,
     )
     store(entry)
@@ -309,6 +313,18 @@ def accept(folder: Path, min_gain: float, progress: Progress) -> TuneEntry:
     )
     store(entry)
     return entry
+
+
+def _retime(
+    time_candidate: Callable[[str], Measurement], default: str, best: str, progress: Progress
+) -> tuple[float | None, float | None]:
+    """The default's and the winner's median times over RETIME_ROUNDS rounds, timed alternately so that
+    both see the same load; (None, None) if either fails."""
+    rounds = [(time_candidate(default), time_candidate(best)) for _ in range(RETIME_ROUNDS)]
+    progress(f"re-timed {RETIME_ROUNDS}x alternately: default {', '.join(_ms(a) for a, _ in rounds)}; {best} {', '.join(_ms(b) for _, b in rounds)}")
+    if any(a.median_ms is None or b.median_ms is None for a, b in rounds):
+        return None, None
+    return statistics.median(a.median_ms or 0.0 for a, _ in rounds), statistics.median(b.median_ms or 0.0 for _, b in rounds)
 
 
 def _line(index: int, measurement: Measurement, verdict: str) -> str:
