@@ -105,8 +105,9 @@ def run_command(**args: Any) -> None:
     Coordinate descent from kiln's default: each knob's other choices are tried in turn on top of
     the best so far, and one faster by more than --min-gain becomes the best; a second sweep
     retries the knobs on top of what moved. At the end the winner and the default are timed again,
-    back to back, and the winner is kept only if it still wins. One line per candidate: the knobs
-    it moves, its compile time, its median time, its numerics, and the verdict.
+    alternately over five rounds, and the winner is kept only if the median of its per-round time
+    over the default's still beats --min-gain. One line per candidate: the knobs it moves, its
+    compile time, its median time, its numerics, and the verdict.
 
     \b
     Examples:

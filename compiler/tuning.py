@@ -55,7 +55,7 @@ from .tuning_space import Assignment, Space, TunedSettings, apply_settings, assi
 from .weights import Parameters
 
 STAGE = "tune"
-RETIME_ROUNDS = 3
+RETIME_ROUNDS = 5
 Progress = Callable[[str], None]
 
 
@@ -212,8 +212,8 @@ def tune(
         best, trail = coordinate_descent(space, evaluate, limits, progress)
         default_ms = tuned_ms = trail[0].median_ms
         if best:
-            default_ms, tuned_ms = _retime(time_candidate, trail[0].name, describe(best), progress)
-            if default_ms is None or tuned_ms is None or not improves(tuned_ms, default_ms, limits.min_gain):
+            default_ms, tuned_ms, ratio = _retime(time_candidate, trail[0].name, describe(best), progress)
+            if ratio is None or not improves(ratio, 1.0, limits.min_gain):
                 progress("the gain did not hold when re-timed: keeping kiln's default")
                 best = {}
                 default_ms = tuned_ms = default_ms or trail[0].median_ms
@@ -317,14 +317,18 @@ def accept(folder: Path, min_gain: float, progress: Progress) -> TuneEntry:
 
 def _retime(
     time_candidate: Callable[[str], Measurement], default: str, best: str, progress: Progress
-) -> tuple[float | None, float | None]:
-    """The default's and the winner's median times over RETIME_ROUNDS rounds, timed alternately so that
-    both see the same load; (None, None) if either fails."""
+) -> tuple[float | None, float | None, float | None]:
+    """The default and the winner timed alternately, RETIME_ROUNDS rounds: their median times, and
+    the median of the winner's time over the default's within each round (a round's two timings see
+    about the same load, so the ratio cancels most of it); Nones if either fails."""
     rounds = [(time_candidate(default), time_candidate(best)) for _ in range(RETIME_ROUNDS)]
-    progress(f"re-timed {RETIME_ROUNDS}x alternately: default {', '.join(_ms(a) for a, _ in rounds)}; {best} {', '.join(_ms(b) for _, b in rounds)}")
-    if any(a.median_ms is None or b.median_ms is None for a, b in rounds):
-        return None, None
-    return statistics.median(a.median_ms or 0.0 for a, _ in rounds), statistics.median(b.median_ms or 0.0 for _, b in rounds)
+    times = [(a.median_ms, b.median_ms) for a, b in rounds if a.median_ms is not None and b.median_ms is not None]
+    progress(f"re-timed alternately: default {', '.join(_ms(a) for a, _ in rounds)}; {best} {', '.join(_ms(b) for _, b in rounds)}")
+    if len(times) < RETIME_ROUNDS:
+        return None, None, None
+    ratio = statistics.median(b / a for a, b in times)
+    progress(f"  the winner's time over the default's, per round: {', '.join(f'{b / a:.2f}' for a, b in times)}; median {ratio:.2f}")
+    return statistics.median(a for a, _ in times), statistics.median(b for _, b in times), ratio
 
 
 def _line(index: int, measurement: Measurement, verdict: str) -> str:
