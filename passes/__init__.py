@@ -28,6 +28,7 @@ from .fold_sub_self import FOLD_SUB_SELF
 from .fold_transpose_chain import FOLD_TRANSPOSE_CHAIN
 from .fuse_elementwise import FUSE_ELEMENTWISE
 from .pass_api import Pass
+from .slice_strided_pointwise_conv import SLICE_STRIDED_POINTWISE_CONV
 from .upstream import UPSTREAM_PASSES
 
 STAGE = "pipeline"
@@ -53,6 +54,7 @@ PASSES: dict[str, Pass] = {
     "fold-transpose-chain": FOLD_TRANSPOSE_CHAIN,
     "fold-reshape-chain": FOLD_RESHAPE_CHAIN,
     "expand-pow-square": EXPAND_POW_SQUARE,
+    "slice-strided-pointwise-conv": SLICE_STRIDED_POINTWISE_CONV,
     "fuse-elementwise": FUSE_ELEMENTWISE,
 }
 
@@ -84,6 +86,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "fold-transpose-chain",
             "fold-reshape-chain",
             "expand-pow-square",
+            "slice-strided-pointwise-conv",  # exact; IREE's CUDA backend miscompiles the stride left in
             "cse",
         ),
     ),
