@@ -69,7 +69,7 @@ STAGES = ("exported", "aten", "prims", "simplified", "linalg", "fused", "vmfb")
     type=click.Choice(("linalg", "torch")),
     help="Where IREE takes over: `linalg` (kiln lowers to linalg-on-tensors and fuses; attention is "
     "decomposed) or `torch` (after `simplified`, IREE's torch input pipeline lowers the rest and keeps "
-    "scaled_dot_product_attention as one fused op) [default: the target's: linalg for llvm-cpu].",
+    "scaled_dot_product_attention as one fused op) [default: the target's: torch for cuda, linalg for the others].",
 )
 @click.option("--disable-pass", "disabled_passes", multiple=True, metavar="NAME", help="Leave this pass out (repeatable).")
 @click.option(

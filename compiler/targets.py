@@ -52,7 +52,9 @@ class Target:
     flags: Callable[[CompileOptions], list[str]]
     details: Callable[[CompileOptions], dict[str, str]]  # recorded in the manifest
     archs: GpuArchs | None = None  # GPU targets only
-    handoff: str = "linalg"  # the default hand-off point (HANDOFFS), chosen by measurement (benchmarks/NOTES.md)
+    # The default hand-off point (HANDOFFS). llvm-cpu: linalg, as IREE's fused attention is far slower
+    # there; vulkan-spirv: linalg, as IREE 3.13 cannot compile fused attention for SPIR-V; rocm: unmeasured.
+    handoff: str = "linalg"
 
 
 @dataclass(frozen=True)
@@ -244,6 +246,9 @@ TARGETS: dict[str, Target] = {
         flags=_gpu_flags,
         details=_gpu_details,
         archs=CUDA_ARCHS,
+        # Measured on an H200 over the benchmark suite (benchmarks/NOTES.md): bf16 cases 3x faster
+        # (geomean; up to 33x where attention and bf16 matmuls stay whole), f32 cases 1.09x slower.
+        handoff="torch",
     ),
     "vulkan-spirv": Target(
         name="vulkan-spirv",

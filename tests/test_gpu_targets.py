@@ -67,10 +67,12 @@ def test_every_example_cross_compiles_for_cuda(name):
         "gpu_arch_requested": "sm_80",
         "gpu_arch_source": "gpu_arch",
         "gpu_arch_note": "",
+        "handoff": "torch",  # cuda's default: IREE's torch input pipeline lowers from the torch dialect
     }
-    assert manifest.iree_flags[:3] == (
+    assert manifest.iree_flags[:4] == (
         "--iree-hal-target-device=cuda",
         "--iree-cuda-target=sm_80",
+        "--iree-input-type=torch",
         "--iree-opt-level=O3",
     )
 
