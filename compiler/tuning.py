@@ -190,8 +190,8 @@ def tune(
     """Tune here: compile, check and time candidates on this machine's device; store and return the winner."""
     spec = ref.load()
     fields = key_fields(spec, ref, base)
-    with tempfile.TemporaryDirectory(prefix="kiln-tune-") as name:
-        folder = Path(name)
+    with tempfile.TemporaryDirectory(prefix="kiln-tune-") as temporary:
+        folder = Path(temporary)
         reference = reference_of(spec)
         candidates = CandidateFolder(folder, spec, base, space)
         measured: dict[str, Measurement] = {}
