@@ -59,9 +59,9 @@ def _model_options(function: Any) -> Any:
             type=click.Choice(("auto", "inline", "external")),
             default="auto",
             show_default=True,
-            help="Weights, as for `kiln compile`; external ones are written once, into the folder's weights.irpa.",
+            help="Weights, as for `kiln compile`; external ones are written once, as the tuning folder's weights.irpa.",
         ),
-        click.option("--knob", "knobs", multiple=True, metavar="NAME", help="Search only these knobs (repeatable) [default: all of the target's]."),
+        click.option("--knob", "knobs", multiple=True, metavar="NAME", help="Search only these knobs (repeatable; `kiln tune space` lists them) [default: all of the target's]."),
         click.option("--max-candidates", type=int, default=20, show_default=True, help="Compile at most this many candidates, kiln's default included."),
         click.option("--budget-s", type=float, default=1200.0, show_default=True, help="Start no candidate after this many seconds."),
     )
