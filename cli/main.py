@@ -18,6 +18,7 @@ from kiln.errors import KilnError
 from .bench_command import bench_command
 from .compile_command import compile_command
 from .opt_command import opt_command
+from .ops_command import ops_command
 from .passes_command import passes_command
 from .run_command import run_command
 from .tune_command import tune_command
@@ -65,6 +66,7 @@ kiln.add_command(passes_command)
 kiln.add_command(opt_command)
 kiln.add_command(bench_command)
 kiln.add_command(tune_command)
+kiln.add_command(ops_command)
 
 
 def main() -> None:

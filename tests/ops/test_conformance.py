@@ -1,0 +1,109 @@
+"""The conformance runner and `kiln ops` themselves: comparison, attribution, the SUPPORT.md format."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from click.testing import CliRunner
+
+from kiln.cli.main import kiln
+from kiln.cli.ops_command import read_notes, read_support, render_support
+from kiln.compiler.conformance import (
+    CASES,
+    COMPILES,
+    FAILS,
+    MISMATCH,
+    PASS,
+    Arg,
+    Case,
+    Checker,
+    Fn,
+    Outcome,
+    check_group,
+    compare,
+    plan_groups,
+)
+
+
+def test_compare_checks_dtype_shape_and_values() -> None:
+    x = torch.tensor([1.0, 2.0, math.nan])
+    assert compare(x, x.clone()) == Outcome(PASS)  # NaN where eager has NaN is equal
+    assert compare(x, x + 1e-6).status == PASS
+    assert compare(x, x + 1e-2) == Outcome(MISMATCH, detail="max abs error 0.01 (rtol 0.0001, atol 0.0001)")
+    assert compare(x, x.half()) == Outcome(MISMATCH, detail="dtype f16, eager f32")
+    assert compare((x, x), (x, x[:2])) == Outcome(MISMATCH, detail="output 1: shape [2], eager [3]")
+    ints = torch.arange(4)
+    assert compare(ints, ints.flip(0)) == Outcome(MISMATCH, detail="4 of 4 elements differ")
+    assert compare((ints,), (ints, ints)) == Outcome(MISMATCH, detail="2 outputs, eager has 1")
+
+
+def test_outcomes_read_back_from_their_text() -> None:
+    for outcome in (
+        Outcome(PASS),
+        Outcome(COMPILES),
+        Outcome(MISMATCH, detail="max abs error 0.5 (rtol 0.0001, atol 0.0001)"),
+        Outcome(FAILS, "prims", "op torch.aten.sort failed in pass 'check-primitives': a | b"),
+    ):
+        assert Outcome.parse(str(outcome)) == outcome
+
+
+def _case(name: str, function: object) -> Case:
+    return Case(f"{name}[f32]", "aten.exp.default", lambda: Fn(function), (Arg((3,)),), torch.float32)
+
+
+def _branchy(a: torch.Tensor) -> torch.Tensor:
+    if a.sum() > 0:  # data-dependent control flow: torch.export refuses it
+        return a
+    return -a
+
+
+def test_a_failed_group_is_redone_case_by_case() -> None:
+    group = (_case("exp", torch.exp), _case("branchy", _branchy), _case("neg", torch.neg))
+    outcomes = check_group(group)
+    assert outcomes["exp[f32]"] == outcomes["neg[f32]"] == Outcome(PASS)
+    assert outcomes["branchy[f32]"].status == FAILS and outcomes["branchy[f32]"].stage == "exported"
+
+
+def test_known_failures_are_compiled_alone() -> None:
+    cases = CASES[:5]
+    groups = plan_groups(cases, likely_failures={cases[1].name}, group_size=3)
+    assert groups == [(cases[0], cases[2], cases[3]), (cases[4],), (cases[1],)]
+
+
+def test_checker_runs_groups_in_workers() -> None:
+    relu, exp = (next(case for case in CASES if case.name == name) for name in ("relu[f32]", "exp[f32]"))
+    with Checker("llvm-cpu", jobs=2) as checker:
+        assert checker.check([(relu,), (exp,)]) == {"relu[f32]": Outcome(PASS), "exp[f32]": Outcome(PASS)}
+
+
+def test_support_table_round_trip() -> None:
+    cases = CASES[:3]
+    table = {
+        cases[0].name: {"llvm-cpu": Outcome(PASS), "cuda": Outcome(COMPILES)},
+        cases[1].name: {"llvm-cpu": Outcome(FAILS, "vmfb", "iree-compile failed: a | b")},
+    }
+    text = render_support(cases, table, "## Notes\n\nkept")
+    assert read_support(text) == table  # the third case was not run: no cells
+    assert read_notes(text) == "## Notes\n\nkept"
+    assert "| llvm-cpu | 2 | 1 pass | 50.0% |" in text and "| cuda | 1 | 1 compile | 100.0% |" in text
+
+
+def test_kiln_ops_merges_into_the_table(tmp_path) -> None:
+    support = tmp_path / "SUPPORT.md"
+    support.write_text(render_support(CASES, {"exp[f32]": {"llvm-cpu": Outcome(PASS)}}, "## Notes\n\nmine"))
+    result = CliRunner().invoke(kiln, ["ops", "--only", "relu[f32]", "--target", "vulkan-spirv", "-o", str(support)])
+    assert result.exit_code == 0, result.output
+    assert "vulkan-spirv: 1 of 1 cases compile" in result.output
+    table = read_support(support.read_text())
+    assert table["relu[f32]"] == {"vulkan-spirv": Outcome(COMPILES)}
+    assert table["exp[f32]"] == {"llvm-cpu": Outcome(PASS)}  # kept: not run this time
+    assert read_notes(support.read_text()) == "## Notes\n\nmine"
+
+
+def test_kiln_ops_lists_cases_by_op() -> None:
+    result = CliRunner().invoke(kiln, ["ops", "--list", "--only", "aten.conv3d.*"])
+    assert result.exit_code == 0, result.output
+    assert [line.split()[0] for line in result.output.splitlines()] == [
+        case.name for case in CASES if case.op.startswith("aten.conv3d.")
+    ]
