@@ -17,8 +17,8 @@ from kiln.errors import KilnError
 
 from .bench_command import bench_command
 from .compile_command import compile_command
-from .opt_command import opt_command
 from .ops_command import ops_command
+from .opt_command import opt_command
 from .passes_command import passes_command
 from .run_command import run_command
 from .tune_command import tune_command
