@@ -15,9 +15,20 @@ from dataclasses import dataclass
 from kiln.errors import KilnError
 
 from .check_primitives import CHECK_PRIMITIVES
+from .check_static_shapes import CHECK_STATIC_SHAPES
+from .decompose_adaptive_pool import DECOMPOSE_ADAPTIVE_POOL
+from .decompose_diagonal import DECOMPOSE_DIAGONAL
 from .decompose_gelu import DECOMPOSE_GELU
+from .decompose_math import DECOMPOSE_MATH
+from .decompose_pool_indices import DECOMPOSE_POOL_INDICES
+from .decompose_scatter_reduce import DECOMPOSE_SCATTER_REDUCE
 from .decompose_sigmoid import DECOMPOSE_SIGMOID
+from .decompose_slice_scatter import DECOMPOSE_SLICE_SCATTER
+from .decompose_unfold import DECOMPOSE_UNFOLD
+from .decompose_vector_norm import DECOMPOSE_VECTOR_NORM
+from .expand_pow_int import EXPAND_POW_INT
 from .expand_pow_square import EXPAND_POW_SQUARE
+from .fmod_scalar_to_tensor import FMOD_SCALAR_TO_TENSOR
 from .fold_add_zero import FOLD_ADD_ZERO
 from .fold_mul_one import FOLD_MUL_ONE
 from .fold_neg_neg import FOLD_NEG_NEG
@@ -28,7 +39,10 @@ from .fold_sub_self import FOLD_SUB_SELF
 from .fold_transpose_chain import FOLD_TRANSPOSE_CHAIN
 from .fuse_elementwise import FUSE_ELEMENTWISE
 from .pass_api import Pass
+from .promote_int_clamp import PROMOTE_INT_CLAMP
+from .round_float_scalars import ROUND_FLOAT_SCALARS
 from .slice_strided_pointwise_conv import SLICE_STRIDED_POINTWISE_CONV
+from .split_negative_pad import SPLIT_NEGATIVE_PAD
 from .upstream import UPSTREAM_PASSES
 
 STAGE = "pipeline"
@@ -42,8 +56,22 @@ class PassGroup:
 
 PASSES: dict[str, Pass] = {
     **{p.name: p for p in UPSTREAM_PASSES},
+    "check-static-shapes": CHECK_STATIC_SHAPES,
+    "fmod-scalar-to-tensor": FMOD_SCALAR_TO_TENSOR,
     "decompose-gelu": DECOMPOSE_GELU,
     "decompose-sigmoid": DECOMPOSE_SIGMOID,
+    "decompose-math": DECOMPOSE_MATH,
+    "decompose-vector-norm": DECOMPOSE_VECTOR_NORM,
+    "decompose-diagonal": DECOMPOSE_DIAGONAL,
+    "decompose-slice-scatter": DECOMPOSE_SLICE_SCATTER,
+    "decompose-scatter-reduce": DECOMPOSE_SCATTER_REDUCE,
+    "decompose-unfold": DECOMPOSE_UNFOLD,
+    "decompose-adaptive-pool": DECOMPOSE_ADAPTIVE_POOL,
+    "decompose-pool-indices": DECOMPOSE_POOL_INDICES,
+    "expand-pow-int": EXPAND_POW_INT,
+    "promote-int-clamp": PROMOTE_INT_CLAMP,
+    "split-negative-pad": SPLIT_NEGATIVE_PAD,
+    "round-float-scalars": ROUND_FLOAT_SCALARS,
     "check-primitives": CHECK_PRIMITIVES,
     "fold-sin-cos": FOLD_SIN_COS,
     "fold-mul-one": FOLD_MUL_ONE,
@@ -67,9 +95,23 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
     PassGroup(
         "prims",
         (
+            "check-static-shapes",  # before the backend contract, which never returns on x[mask]
+            "fmod-scalar-to-tensor",  # before the backend contract, which decomposes fmod.Tensor only
             *TORCH_BACKEND,
             "decompose-gelu",
             "decompose-sigmoid",
+            "decompose-math",
+            "decompose-vector-norm",
+            "decompose-diagonal",  # before decompose-slice-scatter: diagonal_scatter becomes a slice_scatter
+            "decompose-slice-scatter",
+            "decompose-scatter-reduce",
+            "decompose-unfold",
+            "decompose-adaptive-pool",
+            "decompose-pool-indices",
+            "expand-pow-int",
+            "promote-int-clamp",
+            "split-negative-pad",
+            "round-float-scalars",  # after the decompositions above, which make float scalars too
             "check-primitives",  # last: the promise this stage makes to the ones after it
         ),
     ),

@@ -1,0 +1,51 @@
+"""expand-pow-int: `pow(x, n)` of an integer tensor and a constant 0 <= n <= 64 becomes multiplications.
+
+torch-to-linalg lowers pow on floats only ("unimplemented: non-floating point dtype"). Integer
+powers are exact as repeated squaring: x^5 = (x^2)^2 * x, with the same wrap-around on overflow
+as PyTorch's integer pow. (expand-pow-square already turns x^2 of any dtype into x * x.)
+"""
+
+from __future__ import annotations
+
+from torch_mlir import ir
+
+from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .torch_ir import elementwise, none_constant, number, tensor_type
+
+MAX_EXPONENT = 64
+
+
+def expand_pow_int(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+    x, exponent_value = op.operands
+    described, exponent = tensor_type(x.type), number(exponent_value)
+    if described is None or not described.is_integer or str(x.type) != str(op.result.type):
+        return NO_MATCH
+    if not isinstance(exponent, int) or not 0 <= exponent <= MAX_EXPONENT:
+        return NO_MATCH
+    if exponent == 0:
+        nones = [none_constant(rewriter) for _ in range(5)]  # dtype, layout, device, pin_memory, memory_format
+        rewriter.replace(rewriter.create("torch.aten.ones_like", [x, *nones], x.type))
+        return None
+    result: ir.Value | None = None
+    square = x
+    while exponent:
+        if exponent & 1:
+            result = square if result is None else elementwise(rewriter, "torch.aten.mul.Tensor", result, square)
+        exponent >>= 1
+        if exponent:
+            square = elementwise(rewriter, "torch.aten.mul.Tensor", square, square)
+    assert result is not None
+    rewriter.replace(result)
+    return None
+
+
+def run(module: ir.Operation, pass_run: PassRun) -> None:
+    apply_patterns(module, {"torch.aten.pow.Tensor_Scalar": expand_pow_int})
+
+
+EXPAND_POW_INT = Pass(
+    name="expand-pow-int",
+    summary="pow(x, n) of integers, 0 <= n <= 64 -> repeated squaring",
+    level="torch",
+    run=run,
+)
