@@ -55,8 +55,8 @@ NOT_RUN = "not run"
 def ops_command(target: str, patterns: tuple[str, ...], jobs: int, output: Path, list_only: bool) -> None:
     """Check which ATen ops kiln compiles, and rewrite SUPPORT.md with the result.
 
-    Each case of the conformance suite (kiln/compiler/conformance.py: about 650 cases over 300+
-    ATen ops and variants, f32, f16, bf16, integers and bool) is a tiny module. kiln compiles it
+    Each case of the conformance suite (kiln/compiler/conformance.py: hundreds of op variants over
+    the ATen operator set, in f32, f16, bf16, integer and bool dtypes) is a tiny module. kiln compiles it
     and, on llvm-cpu, runs it and compares it with eager PyTorch on the same inputs; a GPU target
     is compile-only here. Cases are compiled in groups, one artifact each, and a group that fails
     is redone case by case, so every failure names one case.

@@ -297,14 +297,18 @@ class _Worker:
         return {group[0].name: Outcome(FAILS, stage, why)} if len(group) == 1 else None
 
     def stop(self) -> None:
-        self.process.kill()
-        self.process.join()
+        """Close the pipe (an idle worker then returns), and kill a worker that does not stop."""
         self.connection.close()
+        self.process.join(timeout=0 if self.group is not None else 10)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
 
 
 def _serve(connection: Connection) -> None:
     """A worker's loop: check the named groups it is sent, reporting each stage as it starts."""
     warnings.filterwarnings("ignore", category=FutureWarning)  # torch's, on every export
+    warnings.filterwarnings("ignore", category=UserWarning)  # PyTorch's deprecation notes on cases
     by_name = {case.name: case for case in CASES}
     while True:
         try:
@@ -366,9 +370,10 @@ def _compile(spec: ModelSpec, target: str, on_stage: Callable[[str], None]) -> t
         return None, Outcome(FAILS, stage[0], f"internal error: {type(error).__name__}: {_first_line(str(error))}")
 
 
-# Where in the source an error points: " at /path/file.py:12" or "/path/file.py:12:0: ". Every case's
-# source line is a line of this file or of torch, which says nothing about the op and changes with edits.
-_SOURCE_LINE = re.compile(r" at /\S+:\d+(?= )|/\S+:\d+:\d+: ")
+# Where in the source an error points: " at /path/file.py:12", "/path/file.py:12:0: " or "<unknown>:0: ".
+# Every case's source line is a line of this file or of torch, which says nothing about the op and
+# changes with edits.
+_SOURCE_LINE = re.compile(r" at /\S+:\d+(?= )|/\S+:\d+:\d+: |<unknown>:0: ")
 
 
 def _first_line(text: str, limit: int = 200) -> str:
@@ -494,6 +499,7 @@ fn("expm1", "expm1", torch.expm1, x(3, 5))
 fn("log", "log", torch.log, pos(3, 5), dtypes=HALVES)
 fn("log2", "log2", torch.log2, pos(3, 5))
 fn("log10", "log10", torch.log10, pos(3, 5))
+fn("log10.half", "log10", torch.log10, pos(3, 5), dtypes=(F16, BF16))
 fn("log1p", "log1p", torch.log1p, pos(3, 5))
 fn("sqrt", "sqrt", torch.sqrt, pos(3, 5), dtypes=HALVES)
 fn("rsqrt", "rsqrt", torch.rsqrt, pos(3, 5), dtypes=HALVES)
@@ -507,6 +513,7 @@ fn("sinh", "sinh", torch.sinh, x(3, 5))
 fn("cosh", "cosh", torch.cosh, x(3, 5))
 fn("tanh", "tanh", torch.tanh, x(3, 5), dtypes=HALVES)
 fn("asinh", "asinh", torch.asinh, x(3, 5))
+fn("asinh.large", "asinh", lambda a: torch.asinh(a * 1000), x(3, 5), dtypes=(F32, F16))
 fn("acosh", "acosh", lambda a: torch.acosh(a + 1), pos(3, 5))
 fn("atanh", "atanh", torch.atanh, unit(3, 5))
 fn("erf", "erf", torch.erf, x(3, 5), dtypes=HALVES)
@@ -534,6 +541,7 @@ fn("signbit", "signbit", torch.signbit, lambda generator, dtype: special_values(
 fn("isnan", "isnan", torch.isnan, lambda generator, dtype: special_values(dtype))
 fn("isinf", "isinf", torch.isinf, lambda generator, dtype: special_values(dtype))
 fn("isfinite", "isfinite", torch.isfinite, lambda generator, dtype: special_values(dtype))
+fn("isfinite.int", "isfinite", torch.isfinite, x(3, 5), dtypes=(I64,))
 fn("isneginf", "isneginf", torch.isneginf, lambda generator, dtype: special_values(dtype))
 fn("isposinf", "isposinf", torch.isposinf, lambda generator, dtype: special_values(dtype))
 fn("bitwise_not", "bitwise_not", torch.bitwise_not, x(3, 5), dtypes=(I32, I64, BOOL))
@@ -551,6 +559,7 @@ fn("sub.Scalar", "sub.Tensor", lambda a: a - 1.5, x(3, 5))
 fn("rsub.Scalar", "rsub.Scalar", lambda a: 1.5 - a, x(3, 5))
 fn("mul.Tensor", "mul.Tensor", torch.mul, x(3, 5), x(3, 5), dtypes=(*HALVES, *INTS, BOOL))
 fn("mul.Scalar", "mul.Tensor", lambda a: a * 3, x(3, 5))
+fn("mul.Scalar.rounding", "mul.Tensor", lambda a: torch.floor(a * (1 / 3)), lambda g, d: (torch.randint(0, 30, (3, 5), generator=g) * 3).to(d))
 fn("div.Tensor", "div.Tensor", torch.div, x(3, 5), nonzero(3, 5), dtypes=HALVES)
 fn("div.Tensor.int", "div.Tensor", torch.div, x(3, 5), nonzero(3, 5), dtypes=INTS)
 fn("div.Scalar", "div.Tensor", lambda a: a / 4, x(3, 5))
@@ -560,9 +569,9 @@ fn("floor_divide", "floor_divide", torch.floor_divide, x(3, 5), nonzero(3, 5), d
 fn("remainder.Tensor", "remainder.Tensor", torch.remainder, x(3, 5), nonzero(3, 5), dtypes=(F32, I64))
 fn("remainder.Scalar", "remainder.Scalar", lambda a: torch.remainder(a, 1.5), x(3, 5))
 fn("fmod.Tensor", "fmod.Tensor", torch.fmod, x(3, 5), nonzero(3, 5), dtypes=(F32, I32))
-fn("fmod.Scalar", "fmod.Scalar", lambda a: torch.fmod(a, 1.5), x(3, 5))
+fn("fmod.Scalar", "fmod.Scalar", lambda a: torch.fmod(a, 1.5), x(3, 5), dtypes=(F32, F16))
 fn("pow.Tensor_Tensor", "pow.Tensor_Tensor", torch.pow, pos(3, 5), x(3, 5))
-fn("pow.Tensor_Scalar", "pow.Tensor_Scalar", lambda a: torch.pow(a, 3), x(3, 5), dtypes=(F32, F16, I64))
+fn("pow.Tensor_Scalar", "pow.Tensor_Scalar", lambda a: torch.pow(a, 3), x(3, 5), dtypes=(F32, F16, I32, I64))
 fn("pow.Tensor_Scalar.half", "pow.Tensor_Scalar", lambda a: torch.pow(a, 0.5), pos(3, 5))
 fn("pow.Scalar", "pow.Scalar", lambda a: torch.pow(2.0, a), x(3, 5))
 fn("atan2", "atan2", torch.atan2, x(3, 5), x(3, 5))
@@ -581,6 +590,7 @@ fn("addcmul", "addcmul", lambda a, b, c: torch.addcmul(a, b, c, value=0.5), x(3,
 fn("addcdiv", "addcdiv", lambda a, b, c: torch.addcdiv(a, b, c, value=0.5), x(3, 5), x(3, 5), nonzero(3, 5))
 fn("clamp", "clamp", lambda a: torch.clamp(a, -0.5, 0.5), x(3, 5), dtypes=(F32, F16, I64))
 fn("clamp.Tensor", "clamp.Tensor", torch.clamp, x(3, 5), x(3, 5), x(3, 5))
+fn("clamp.int_bounds", "clamp", lambda a: torch.clamp(a, -2, 1), x(3, 5), dtypes=(I32, I64))
 fn("clamp_min", "clamp_min", lambda a: torch.clamp_min(a, 0.1), x(3, 5))
 fn("clamp_max", "clamp_max", lambda a: torch.clamp_max(a, 0.1), x(3, 5))
 fn("heaviside", "heaviside", torch.heaviside, x(3, 5), x(3, 5))
@@ -644,6 +654,8 @@ fn("norm", "linalg_vector_norm", lambda a: a.norm(), x(3, 5))
 fn("norm.dim_p1", "linalg_vector_norm", lambda a: torch.linalg.vector_norm(a, 1, dim=1), x(3, 5))
 fn("norm.inf", "linalg_vector_norm", lambda a: torch.linalg.vector_norm(a, float("inf"), dim=0), x(3, 5))
 fn("norm.p3_keepdim", "linalg_vector_norm", lambda a: torch.linalg.vector_norm(a, 3, dim=-1, keepdim=True), x(3, 5))
+fn("norm.p0", "linalg_vector_norm", lambda a: torch.linalg.vector_norm(a.relu(), 0, dim=1), x(3, 5))
+fn("norm.half", "linalg_vector_norm", lambda a: torch.linalg.vector_norm(a, dim=(0, 1)), x(3, 5), dtypes=(F16, BF16))
 fn("all", "all", torch.all, x(3, 5), dtypes=(BOOL, F32))
 fn("all.dim", "all.dim", lambda a: a.all(1), x(3, 5), dtypes=(BOOL,))
 fn("any", "any", torch.any, x(3, 5), dtypes=(BOOL,))
@@ -728,6 +740,9 @@ fn("max_pool2d.stride_pad", "max_pool2d", lambda a: F.max_pool2d(a, 3, stride=2,
 fn("max_pool2d.dilation", "max_pool2d", lambda a: F.max_pool2d(a, 2, dilation=2), x(1, 3, 9, 9))
 fn("max_pool2d.ceil_mode", "max_pool2d", lambda a: F.max_pool2d(a, 3, stride=2, ceil_mode=True), x(1, 3, 8, 8))
 fn("max_pool2d.indices", "max_pool2d_with_indices", lambda a: F.max_pool2d(a, 2, return_indices=True), x(1, 3, 6, 6))
+fn("max_pool2d.indices_pad_ceil", "max_pool2d_with_indices", lambda a: F.max_pool2d(a, 3, 2, 1, ceil_mode=True, return_indices=True), x(2, 2, 8, 8))
+fn("max_pool1d.indices", "max_pool1d_with_indices", lambda a: F.max_pool1d(a, 3, 2, 1, return_indices=True), x(2, 3, 10))
+fn("max_pool3d.indices", "max_pool3d_with_indices", lambda a: F.max_pool3d(a, 2, return_indices=True), x(1, 2, 4, 4, 4))
 fn("max_pool3d", "max_pool3d", lambda a: F.max_pool3d(a, 2, stride=2, padding=1), x(1, 2, 5, 6, 6))
 fn("avg_pool1d", "avg_pool1d", lambda a: F.avg_pool1d(a, 3, stride=2, padding=1), x(2, 3, 10))
 fn("avg_pool2d", "avg_pool2d", lambda a: F.avg_pool2d(a, 2), x(2, 3, 8, 8), dtypes=(F32, F16))
@@ -740,6 +755,8 @@ fn("adaptive_avg_pool2d", "adaptive_avg_pool2d", lambda a: F.adaptive_avg_pool2d
 fn("adaptive_avg_pool2d.global", "adaptive_avg_pool2d", lambda a: F.adaptive_avg_pool2d(a, 1), x(2, 3, 7, 7))
 fn("adaptive_avg_pool2d.uneven", "adaptive_avg_pool2d", lambda a: F.adaptive_avg_pool2d(a, (3, 4)), x(1, 3, 7, 9))
 fn("adaptive_avg_pool3d", "adaptive_avg_pool3d", lambda a: F.adaptive_avg_pool3d(a, 2), x(1, 2, 4, 4, 4))
+fn("adaptive_avg_pool3d.global", "adaptive_avg_pool3d", lambda a: F.adaptive_avg_pool3d(a, 1), x(1, 2, 3, 4, 5))
+fn("adaptive_avg_pool3d.uneven", "adaptive_avg_pool3d", lambda a: F.adaptive_avg_pool3d(a, (2, 3, 2)), x(1, 2, 5, 4, 3))
 fn("adaptive_max_pool1d", "adaptive_max_pool1d", lambda a: F.adaptive_max_pool1d(a, 4), x(2, 3, 8))
 fn("adaptive_max_pool2d", "adaptive_max_pool2d", lambda a: F.adaptive_max_pool2d(a, 2), x(2, 3, 8, 8))
 fn("adaptive_max_pool2d.uneven", "adaptive_max_pool2d", lambda a: F.adaptive_max_pool2d(a, (3, 2)), x(1, 3, 7, 5))
@@ -816,14 +833,15 @@ fn("scatter.value", "scatter.value", lambda a, i: a.scatter(0, i, 2.5), x(4, 5),
 fn("scatter.reduce_add", "scatter.reduce", lambda a, i, s: a.scatter(1, i, s, reduce="add"), x(3, 6), idx(6, 3, 4), x(3, 4))
 fn("scatter_add", "scatter_add", lambda a, i, s: a.scatter_add(1, i, s), x(3, 6), idx(6, 3, 4), x(3, 4), dtypes=(F32, I64))
 for _reduce in ("sum", "prod", "amax", "amin", "mean"):
-    fn(
-        f"scatter_reduce.{_reduce}",
-        "scatter_reduce.two",
-        lambda a, i, s, r=_reduce: a.scatter_reduce(1, i, s, reduce=r, include_self=r != "mean"),
-        x(3, 6),
-        idx(6, 3, 4),
-        x(3, 4),
-    )
+    for _include_self in (True, False) if _reduce in ("sum", "mean") else (True,):
+        fn(
+            f"scatter_reduce.{_reduce}" + ("" if _include_self else "_exclude_self"),
+            "scatter_reduce.two",
+            lambda a, i, s, r=_reduce, keep=_include_self: a.scatter_reduce(1, i, s, reduce=r, include_self=keep),
+            x(3, 6),
+            idx(6, 3, 4),
+            x(3, 4),
+        )
 fn("index_add", "index_add", lambda a, i, s: a.index_add(0, i, s, alpha=2), x(5, 3), idx(5, 4), x(4, 3))
 fn("index_copy", "index_copy", lambda a, i, s: a.index_copy(0, i, s), x(5, 3), lambda g, d: torch.randperm(5, generator=g)[:3], x(3, 3))
 fn("index_fill", "index_fill.int_Scalar", lambda a, i: a.index_fill(1, i, -1.0), x(3, 5), idx(5, 2))
@@ -846,6 +864,8 @@ fn("select.negative", "select.int", lambda a: a[-1], x(3, 5))
 fn("select_scatter", "select_scatter", lambda a, s: torch.select_scatter(a, s, 1, 2), x(3, 5), x(3))
 fn("slice_scatter", "slice_scatter", lambda a, s: torch.slice_scatter(a, s, 1, 1, 5, 2), x(3, 6), x(3, 2))
 fn("diagonal_scatter", "diagonal_scatter", lambda a, s: torch.diagonal_scatter(a, s, 1), x(4, 5), x(4))
+fn("diagonal_scatter.batched", "diagonal_scatter", lambda a, s: torch.diagonal_scatter(a, s, 0, 1, 2), x(2, 3, 3), x(2, 3))
+fn("slice_scatter.step1", "slice_scatter", lambda a, s: torch.slice_scatter(a, s, 0, 1, 3), x(4, 3), x(2, 3))
 
 
 def _set_columns(a: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
@@ -885,6 +905,7 @@ fn("broadcast_to", "broadcast_to", lambda a: torch.broadcast_to(a, (2, 3, 5)), x
 fn("expand_as", "expand_as", lambda a, b: a.expand_as(b), x(1, 5), x(3, 5))
 fn("meshgrid", "meshgrid.indexing", lambda a, b: torch.meshgrid(a, b, indexing="ij"), x(3), x(4))
 fn("unfold", "unfold", lambda a: a.unfold(1, 3, 2), x(2, 7))
+fn("unfold.dim0_3d", "unfold", lambda a: a.unfold(0, 2, 3), x(5, 2, 3))
 fn("im2col", "im2col", lambda a: F.unfold(a, 2, stride=2), x(1, 2, 4, 4))
 fn("col2im", "col2im", lambda a: F.fold(a, (4, 4), 2, stride=2), x(1, 8, 4))
 
@@ -905,6 +926,7 @@ fn("movedim", "movedim.int", lambda a: a.movedim(0, -1), x(2, 3, 4))
 fn("swapaxes", "swapaxes", lambda a: a.swapaxes(0, 2), x(2, 3, 4))
 fn("contiguous", "contiguous", lambda a: a.t().contiguous(), x(3, 4))
 fn("diagonal", "diagonal", lambda a: a.diagonal(1), x(4, 5))
+fn("diagonal.below_3d", "diagonal", lambda a: a.diagonal(-1, 0, 2), x(3, 2, 4))
 fn("diag", "diag", torch.diag, x(4))
 fn("diag_embed", "diag_embed", torch.diag_embed, x(2, 3))
 fn("tril", "tril", lambda a: a.tril(), x(4, 5))
@@ -917,6 +939,7 @@ fn("alias_detach", "detach", lambda a: a.detach() * 2, x(3))
 fn("pad.constant", "pad", lambda a: F.pad(a, (1, 2), value=0.5), x(2, 3, 4), dtypes=(F32, F16, I64))
 fn("pad.constant_2d", "pad", lambda a: F.pad(a, (1, 1, 2, 0)), x(1, 2, 3, 4))
 fn("pad.constant_negative", "pad", lambda a: F.pad(a, (-1, 2, 0, -1)), x(2, 4, 5))
+fn("pad.crop_only", "pad", lambda a: F.pad(a, (-1, -2)), x(2, 6), dtypes=(F32, I64))
 fn("pad.reflect_1d", "pad", lambda a: F.pad(a, (2, 1), mode="reflect"), x(2, 3, 5))
 fn("pad.reflect_2d", "pad", lambda a: F.pad(a, (1, 2, 2, 1), mode="reflect"), x(1, 2, 4, 5), dtypes=(F32, BF16))
 fn("pad.reflect_3d", "pad", lambda a: F.pad(a, (1, 1, 1, 1, 1, 1), mode="reflect"), x(1, 2, 3, 4, 4))
@@ -933,6 +956,8 @@ fn("interpolate.nearest_2d", "upsample_nearest2d.vec", lambda a: F.interpolate(a
 fn("interpolate.nearest_2d_size", "upsample_nearest2d.vec", lambda a: F.interpolate(a, size=(7, 3)), x(1, 2, 4, 5))
 fn("interpolate.nearest_3d", "upsample_nearest3d.vec", lambda a: F.interpolate(a, scale_factor=2), x(1, 2, 2, 3, 3))
 fn("interpolate.nearest_exact", "_upsample_nearest_exact2d.vec", lambda a: F.interpolate(a, size=(7, 3), mode="nearest-exact"), x(1, 2, 4, 5))
+fn("interpolate.nearest_exact_scale", "_upsample_nearest_exact2d.vec", lambda a: F.interpolate(a, scale_factor=1.5, mode="nearest-exact"), x(1, 2, 4, 6))
+fn("interpolate.nearest_2d_down", "upsample_nearest2d.vec", lambda a: F.interpolate(a, size=(3, 2)), x(1, 2, 7, 5))
 fn("interpolate.linear", "upsample_linear1d.vec", lambda a: F.interpolate(a, scale_factor=2, mode="linear"), x(2, 3, 5))
 fn("interpolate.bilinear", "upsample_bilinear2d.vec", lambda a: F.interpolate(a, scale_factor=2, mode="bilinear"), x(1, 3, 4, 5), dtypes=(F32, BF16))
 fn("interpolate.bilinear_align", "upsample_bilinear2d.vec", lambda a: F.interpolate(a, size=(7, 9), mode="bilinear", align_corners=True), x(1, 2, 4, 5))
@@ -965,6 +990,15 @@ mod("embedding.padding_idx", "embedding", lambda: nn.Embedding(10, 4, padding_id
 mod("embedding_bag.sum", "embedding_bag.padding_idx", lambda: nn.EmbeddingBag(10, 4, mode="sum"), idx(10, 3, 4))
 mod("embedding_bag.mean", "embedding_bag.padding_idx", lambda: nn.EmbeddingBag(10, 4, mode="mean"), idx(10, 3, 4))
 mod("embedding_bag.max", "embedding_bag.padding_idx", lambda: nn.EmbeddingBag(10, 4, mode="max"), idx(10, 3, 4))
+mod(
+    "embedding_bag.offsets_weighted",
+    "embedding_bag.padding_idx",
+    lambda: nn.EmbeddingBag(10, 4, mode="sum"),
+    idx(10, 8),
+    lambda g, d: torch.tensor([0, 3, 3, 6]),
+    x(8),
+)
+mod("embedding_bag.mean_padding_idx", "embedding_bag.padding_idx", lambda: nn.EmbeddingBag(10, 4, mode="mean", padding_idx=2), idx(4, 3, 4))
 fn("one_hot", "one_hot", lambda i: F.one_hot(i, 6), idx(6, 3, 4), dtypes=(I64,))
 
 # Attention.

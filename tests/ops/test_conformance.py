@@ -9,6 +9,7 @@ from click.testing import CliRunner
 
 from kiln.cli.main import kiln
 from kiln.cli.ops_command import read_notes, read_support, render_support
+from kiln.compiler import conformance
 from kiln.compiler.conformance import (
     CASES,
     COMPILES,
@@ -75,6 +76,18 @@ def test_checker_runs_groups_in_workers() -> None:
     relu, exp = (next(case for case in CASES if case.name == name) for name in ("relu[f32]", "exp[f32]"))
     with Checker("llvm-cpu", jobs=2) as checker:
         assert checker.check([(relu,), (exp,)]) == {"relu[f32]": Outcome(PASS), "exp[f32]": Outcome(PASS)}
+
+
+def test_a_worker_past_its_time_costs_its_case(monkeypatch) -> None:
+    """No time at all: every case's worker is lost, so the group of two is redone case by case and
+    each case gets the failure, at the stage its worker had reached."""
+    monkeypatch.setattr(conformance, "GROUP_SECONDS", (0.0, 0.0))
+    relu, exp = (next(case for case in CASES if case.name == name) for name in ("relu[f32]", "exp[f32]"))
+    with Checker("llvm-cpu", jobs=1) as checker:
+        outcomes = checker.check([(relu, exp)])
+    assert set(outcomes) == {"relu[f32]", "exp[f32]"}
+    for outcome in outcomes.values():
+        assert outcome.status == FAILS and outcome.detail.startswith("no result after") and outcome.stage
 
 
 def test_support_table_round_trip() -> None:
