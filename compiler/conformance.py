@@ -10,6 +10,9 @@ Compiling is the cost (torch.export, import, iree-compile's process start), so c
 in groups, one artifact with one function per case. A group that fails to compile is compiled
 again case by case, so that every failure is attributed to one op; cases known to fail (from the
 last SUPPORT.md) are compiled alone from the start, so that they never cost a group that.
+
+The runner comes first (Case, Outcome, check_group, Checker, compare); the case table, below it,
+is most of this file: one line per op variant.
 """
 
 from __future__ import annotations
