@@ -60,19 +60,20 @@ COMPARE_AND_SELECT = _aten(
     "where.self", "where.Scalar", "where.ScalarSelf", "where.ScalarOther", "masked_fill.Scalar",
     "isnan", "isinf", "logical_and", "logical_or", "logical_xor", "logical_not",
     "bitwise_and.Tensor", "bitwise_or.Tensor", "bitwise_xor.Tensor", "bitwise_not", "to.dtype",
+    "bitwise_left_shift.Tensor", "bitwise_right_shift.Tensor",
 )  # fmt: skip
 
 # Reductions over some dimensions.
 REDUCTIONS = _aten(
     "sum", "sum.dim_IntList", "prod", "prod.dim_int", "amax", "amin", "max", "min", "max.dim", "min.dim",
-    "argmax", "argmin", "all", "all.dim", "any", "any.dim", "cumsum",
+    "argmax", "argmin", "all", "all.dim", "any", "any.dim", "cumsum", "cumprod",
 )  # fmt: skip
 
 # Contractions and sliding windows: one structured op each for the backend.
 CONTRACTIONS_AND_WINDOWS = _aten(
     "mm", "bmm", "convolution",
     "max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-    "upsample_nearest2d", "upsample_bilinear2d",
+    "upsample_nearest2d", "upsample_bilinear2d", "_adaptive_avg_pool3d",
 )  # fmt: skip
 
 # Composites kept whole on purpose: only when kiln hands IREE the torch dialect (compiler/importer.py
@@ -84,7 +85,8 @@ FUSED_IN_BACKEND = _aten("scaled_dot_product_attention")
 DATA_MOVEMENT = _aten(
     "view", "permute", "unsqueeze", "squeeze", "squeeze.dim", "slice.Tensor", "select.int", "cat", "stack",
     "broadcast_to", "flip", "constant_pad_nd", "embedding", "index_select", "gather", "index.Tensor",
-    "index.Tensor_hacked_twin", "scatter.src", "scatter_add", "index_put.hacked_twin",
+    "index.Tensor_hacked_twin", "scatter.src", "scatter_add", "scatter_reduce.two", "index_put.hacked_twin",
+    "sort",  # one sort along a dimension (topk, argsort and msort become it)
     "empty.memory_format", "zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "fill.Scalar",
     "arange.start_step",
 )  # fmt: skip
