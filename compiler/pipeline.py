@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -127,8 +127,13 @@ def run_pipeline(
     get_target(options.target).flags(options)  # an unknown target or --gpu-arch fails before any work is done
     stages = stages_for(options)
     if options.stop_after is not None and options.stop_after not in stage_names(options):
+        handed_off = handoff_of(options) == "torch" and options.stop_after in stage_names(replace(options, handoff="linalg"))
         raise KilnError(
-            f"unknown stage '{options.stop_after}'; stages: {', '.join(stage_names(options))}", stage="options"
+            f"unknown stage '{options.stop_after}'; stages: {', '.join(stage_names(options))}",
+            stage="options",
+            hint="with --handoff torch, IREE lowers to linalg itself: its phases are in the vmfb stage's dumps"
+            if handed_off
+            else None,
         )
     if options.dump_dir is not None:
         options.dump_dir.mkdir(parents=True, exist_ok=True)

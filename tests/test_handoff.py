@@ -45,6 +45,13 @@ def test_torch_handoff_drops_the_linalg_stages() -> None:
     assert "linalg" in stage_names(CompileOptions())  # llvm-cpu hands off at linalg by default
 
 
+def test_stopping_at_a_stage_the_torch_handoff_leaves_to_iree_says_so() -> None:
+    options = CompileOptions(handoff="torch", stop_after="linalg")
+    with pytest.raises(KilnError, match="unknown stage 'linalg'; stages: exported, aten, prims, simplified, vmfb") as error:
+        run_pipeline(spec_from_module(Attention(causal=True), (torch.randn(2, 16, 32),)), options)
+    assert "--handoff torch, IREE lowers to linalg itself" in (error.value.hint or "")
+
+
 def test_unknown_handoff_is_an_error() -> None:
     with pytest.raises(KilnError, match="unknown hand-off 'mlir'; known: linalg, torch"):
         stage_names(CompileOptions(handoff="mlir"))
