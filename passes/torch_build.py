@@ -27,9 +27,10 @@ from .torch_ir import (
 )
 
 
-def vtensor(shape: Sequence[int], dtype: str) -> ir.Type:
-    """`!torch.vtensor<[shape],dtype>` with a static shape."""
-    return ir.Type.parse(f"!torch.vtensor<[{','.join(str(size) for size in shape)}],{dtype}>")
+def vtensor(shape: Sequence[int | None], dtype: str) -> ir.Type:
+    """`!torch.vtensor<[shape],dtype>`; a None size is a dynamic dimension (`?`)."""
+    sizes = ",".join("?" if size is None else str(size) for size in shape)
+    return ir.Type.parse(f"!torch.vtensor<[{sizes}],{dtype}>")
 
 
 def static_type(value: ir.Value) -> TensorType | None:
@@ -70,8 +71,13 @@ def int_literal(rewriter: Rewriter, values: np.ndarray) -> ir.Value:
 
 
 def slice_(rewriter: Rewriter, x: ir.Value, dim: int, start: int, end: int, step: int = 1) -> ir.Value:
-    """`x[..., start:end:step, ...]` along `dim` (0 <= start <= end <= size, step >= 1)."""
-    shape = list(shape_of(x))
+    """`x[..., start:end:step, ...]` along `dim` (0 <= start <= end <= size, step >= 1).
+
+    `dim` must have a static size; the others may be dynamic.
+    """
+    described = tensor_type(x.type)
+    assert described is not None and described.shape[dim] is not None, f"a static size at {dim} is needed, got {x.type}"
+    shape = list(described.shape)
     shape[dim] = len(range(start, end, step))
     operands = [x, *(int_constant(rewriter, number) for number in (dim, start, end, step))]
     return rewriter.create("torch.aten.slice.Tensor", operands, vtensor(shape, dtype_of(x)))
