@@ -24,7 +24,7 @@ from torch_mlir import ir
 
 from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
 from .torch_build import constant_bool
-from .torch_ir import elementwise, float_constant, int_constant, number, tensor_type, to_dtype
+from .torch_ir import elementwise, float_constant, int_constant, number, tensor_type, to_dtype, vtensor
 
 HALF_TYPES = ("f16", "bf16")
 
@@ -95,8 +95,7 @@ def _predicate(rewriter: Rewriter, op_name: str, operands: list[ir.Value], like:
     """An elementwise op with an i1 result shaped like `like`."""
     described = tensor_type(like.type)
     assert described is not None
-    sizes = ",".join("?" if size is None else str(size) for size in described.shape)
-    return rewriter.create(op_name, operands, ir.Type.parse(f"!torch.vtensor<[{sizes}],i1>"))
+    return rewriter.create(op_name, operands, vtensor(described.shape, "i1"))
 
 
 def decompose_isfinite(op: ir.OpView, rewriter: Rewriter) -> bool | None:

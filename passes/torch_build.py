@@ -24,13 +24,8 @@ from .torch_ir import (
     number,
     producer,
     tensor_type,
+    vtensor,
 )
-
-
-def vtensor(shape: Sequence[int | None], dtype: str) -> ir.Type:
-    """`!torch.vtensor<[shape],dtype>`; a None size is a dynamic dimension (`?`)."""
-    sizes = ",".join("?" if size is None else str(size) for size in shape)
-    return ir.Type.parse(f"!torch.vtensor<[{sizes}],{dtype}>")
 
 
 def static_type(value: ir.Value) -> TensorType | None:

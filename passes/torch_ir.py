@@ -2,13 +2,14 @@
 
 Reading: `producer` (the op that made a value, if it is the one asked for), `number` (a
 `torch.constant.int/float`), `splat` (a literal tensor with one repeated value), `tensor_type`
-(shape and dtype of a `!torch.vtensor`), `same_type`. Building, through a pattern's Rewriter:
-constants, `int_list`, `splat_literal`, `elementwise` and `to_dtype`.
+(shape and dtype of a `!torch.vtensor`), `same_type`. Building: `vtensor` (the type), and through a
+pattern's Rewriter constants, `int_list`, `splat_literal`, `elementwise` and `to_dtype`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from torch_mlir import ir
@@ -45,6 +46,12 @@ def tensor_type(type_: ir.Type) -> TensorType | None:
     sizes, dtype = match.groups()
     shape = tuple(None if size == "?" else int(size) for size in sizes.split(",")) if sizes else ()
     return TensorType(shape, dtype)
+
+
+def vtensor(shape: Sequence[int | None], dtype: str) -> ir.Type:
+    """`!torch.vtensor<[shape],dtype>`; a None size is a dynamic dimension (`?`)."""
+    sizes = ",".join("?" if size is None else str(size) for size in shape)
+    return ir.Type.parse(f"!torch.vtensor<[{sizes}],{dtype}>")
 
 
 def producer(value: ir.Value, *op_names: str) -> ir.Operation | None:
@@ -143,8 +150,7 @@ def to_dtype(rewriter: Rewriter, x: ir.Value, dtype: str) -> ir.Value:
     """`x.to(dtype)`, for a float dtype spelled as MLIR does (f16, bf16, f32, f64)."""
     described = tensor_type(x.type)
     assert described is not None, f"to_dtype needs a !torch.vtensor, got {x.type}"
-    sizes = ",".join("?" if size is None else str(size) for size in described.shape)
-    result_type = ir.Type.parse(f"!torch.vtensor<[{sizes}],{dtype}>")
+    result_type = vtensor(described.shape, dtype)
     no = bool_constant(rewriter, False)
     operands = [x, int_constant(rewriter, _DTYPE_CODES[dtype]), no, no, none_constant(rewriter)]
     return rewriter.create("torch.aten.to.dtype", operands, result_type)
