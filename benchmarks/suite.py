@@ -36,20 +36,20 @@ import click
 import torch
 from thin import model_tensors, thicken, thin
 
-from kiln.runtime.bench import (
+from kiln.measure.bench import bench
+from kiln.measure.results import SCHEMA, CaseResult, Report, report_markdown
+from kiln.measure.timing import (
     CpuClock,
     Settings,
-    bench,
     cpu_clock,
-    describe_inputs,
     environment,
     fresh_inductor_cache,
     others_share,
     torch_device_for,
     use_threads,
 )
-from kiln.runtime.bench_results import SCHEMA, CaseResult, Report, report_markdown
 from kiln.runtime.module import load
+from kiln.runtime.tensors import describe_inputs
 
 BENCHMARKS = Path(__file__).resolve().parent
 ROOT = BENCHMARKS.parent

@@ -53,7 +53,8 @@ def run_zoo(out: Path, device: str | None) -> str:
     import iree.runtime as rt
 
     import kiln
-    from kiln.runtime.bench import Settings, bench, environment, torch_device_for
+    from kiln.measure.bench import bench
+    from kiln.measure.timing import Settings, environment, torch_device_for
     from kiln.runtime.tensors import to_host_array
 
     compiled = json.loads((out / "compile.json").read_text())

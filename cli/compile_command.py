@@ -4,57 +4,32 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kiln.errors import KilnError
 
 from .common import debug_option, progress
+from .options import model_options, target_options
 from .passes_command import timing_table
 
-# Kept in step with kiln.compiler (tests check it); listed here so that --help needs no heavy import.
-TARGETS = ("llvm-cpu", "cuda", "vulkan-spirv", "rocm")
-STAGES = ("exported", "aten", "prims", "simplified", "linalg", "fused", "vmfb")
+if TYPE_CHECKING:
+    from kiln.compiler import CompileOptions, ModelSource
 
 
 @click.command("compile")
-@click.argument("model_file", type=click.Path(path_type=Path))
+@model_options(required=False)
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Artifact path [default: <model>.vmfb].")
-@click.option("--target", type=click.Choice(TARGETS), default="llvm-cpu", show_default=True, help="Where the artifact runs.")
-@click.option("--cpu", default="host", show_default=True, help="llvm-cpu: LLVM CPU name to compile for, e.g. skylake-avx512.")
-@click.option(
-    "--gpu-arch",
-    metavar="ARCH",
-    help="GPU targets: the architecture, e.g. sm_80, sm_86, sm_89 (cuda), ampere (vulkan-spirv), gfx942 (rocm) "
-    "[default: the local GPU's, else sm_80 / ampere / gfx942]. NVIDIA GPUs IREE 3.13 lacks (sm_90, sm_100) "
-    "get sm_80 for cuda, ampere for vulkan-spirv. An unknown ARCH lists the known ones.",
-)
-@click.option("--model", "model_name", metavar="NAME", help="Module (or factory) to compile [default: model / get_model].")
-@click.option("--inputs", "inputs_name", metavar="NAME", help="Example inputs [default: example_inputs / get_example_inputs].")
-@click.option(
-    "--params",
-    type=click.Choice(("auto", "inline", "external")),
-    default="auto",
-    show_default=True,
-    help="Weights: inline in the .vmfb, or external in an .irpa archive beside it (named as in the "
-    "PyTorch state_dict); auto = external above 256 MiB of weights.",
-)
-@click.option(
-    "--dtype",
-    "precision",
-    type=click.Choice(("bf16", "f16")),
-    help="Compile an f32 model in this precision: weights and float inputs are converted first.",
-)
-@click.option(
-    "--dynamic-dim",
-    "dynamic_dims",
-    multiple=True,
-    metavar="INPUT:AXIS",
-    help="Make an input axis dynamic, e.g. x:0 (batch) or 0:1 (by position); repeatable. "
-    "torch.export infers the bounds; the manifest records them and the runtime enforces them.",
-)
+@target_options
 @click.option("--dump-dir", type=click.Path(path_type=Path), help="Stage dumps [default: <output stem>.stages/].")
-@click.option("--stop-after", type=click.Choice(STAGES), help="Stop after this stage; keep its dumps, write no artifact.")
+@click.option("--stop-after", metavar="STAGE", help="Stop after this stage of the pipeline in use; keep its dumps, write no artifact.")
+@click.option(
+    "--start-from",
+    type=click.Path(path_type=Path),
+    metavar="DUMP",
+    help="Compile on from a stage's dump (<NN>-<stage>.mlir) instead of MODEL_FILE: the stages after it run.",
+)
 @click.option(
     "--pipeline",
     "pipeline_text",
@@ -63,13 +38,6 @@ STAGES = ("exported", "aten", "prims", "simplified", "linalg", "fused", "vmfb")
     metavar="PIPELINE",
     help="Pass pipeline: `default`, `torch-mlir` (kiln's own passes off), or written out as "
     "stage(pass,pass),stage(pass); `kiln passes` prints the default one in that form.",
-)
-@click.option(
-    "--handoff",
-    type=click.Choice(("linalg", "torch")),
-    help="Where IREE takes over: `linalg` (kiln lowers to linalg-on-tensors and fuses; attention is "
-    "decomposed) or `torch` (after `simplified`, IREE's torch input pipeline lowers the rest and keeps "
-    "scaled_dot_product_attention as one fused op) [default: the target's: torch for cuda, linalg for the others].",
 )
 @click.option("--disable-pass", "disabled_passes", multiple=True, metavar="NAME", help="Leave this pass out (repeatable).")
 @click.option(
@@ -80,8 +48,6 @@ STAGES = ("exported", "aten", "prims", "simplified", "linalg", "fused", "vmfb")
 )
 @click.option("--print-after-all", is_flag=True, help="Dump the module after every pass.")
 @click.option("--timing", is_flag=True, help="Print the time each stage and each pass took.")
-@click.option("--opt-level", type=click.Choice(("O0", "O1", "O2", "O3")), default="O3", show_default=True, help="IREE optimization level.")
-@click.option("--iree-flag", "iree_flags", multiple=True, metavar="FLAG", help="Extra iree-compile flag (repeatable).")
 @click.option(
     "--tuned",
     is_flag=True,
@@ -94,26 +60,17 @@ STAGES = ("exported", "aten", "prims", "simplified", "linalg", "fused", "vmfb")
 @click.option("-q", "--quiet", is_flag=True, help="No progress output.")
 @debug_option
 def compile_command(
-    model_file: Path,
+    source: ModelSource | None,
+    options: CompileOptions,
     output: Path | None,
-    target: str,
-    cpu: str,
-    gpu_arch: str | None,
-    model_name: str | None,
-    inputs_name: str | None,
-    dynamic_dims: tuple[str, ...],
-    precision: str | None,
-    params: str,
     dump_dir: Path | None,
     stop_after: str | None,
+    start_from: Path | None,
     pipeline_text: str,
-    handoff: str | None,
     disabled_passes: tuple[str, ...],
     print_after: tuple[str, ...],
     print_after_all: bool,
     timing: bool,
-    opt_level: str,
-    iree_flags: tuple[str, ...],
     tuned: bool,
     verify: bool,
     rtol: float | None,
@@ -124,7 +81,8 @@ def compile_command(
 
     MODEL_FILE is a Python file that defines `model` (an nn.Module) and `example_inputs` (a tuple
     of tensors), or `get_model()` / `get_example_inputs()`; an optional `dynamic_shapes` is passed
-    to torch.export.
+    to torch.export. Or, with --start-from, a stage's dump takes its place: the compile goes on
+    from there (edit a dump, or re-run IREE's stages, without the model).
 
     \b
     Stages, each dumped to the dump folder as NN-<stage>.*:
@@ -142,6 +100,7 @@ def compile_command(
     Examples:
       kiln compile examples/mlp.py -o mlp.vmfb --verify
       kiln compile examples/mlp.py --stop-after linalg     # look at 04-linalg.mlir
+      kiln compile --start-from mlp.stages/04-linalg.mlir -o mlp.vmfb   # ... and go on from it
       kiln compile examples/mlp.py --print-after fold-mul-one --timing
       kiln compile examples/mlp.py --pipeline torch-mlir   # without kiln's own passes
       kiln compile model.py --cpu skylake-avx512            # cross-compile for another CPU
@@ -158,73 +117,59 @@ def compile_command(
       rocm          AMD, HIP: gfx90a, gfx942, gfx950, gfx1100, ... Default: the local GPU,
                     else gfx942. Compile-only here: not yet run on an AMD GPU.
     """
-    from kiln.compiler import CompileOptions, load_model_file, run_pipeline
-    from kiln.compiler.capture import mark_dynamic
-    from kiln.compiler.precision import convert_precision
-    from kiln.compiler.targets import choose_arch, get_target
-    from kiln.compiler.verify import verify as verify_artifact
+    from kiln.compiler.driver import Verification, compile_file
     from kiln.passes import parse_pipeline
     from kiln.runtime.manifest import parameters_path
 
-    output = output or Path(model_file.stem + ".vmfb")
-    options = CompileOptions(
-        target=target,
-        cpu=cpu,
-        gpu_arch=gpu_arch,
-        opt_level=opt_level,
-        extra_iree_flags=iree_flags,
-        params=params,
+    if (source is None) == (start_from is None):
+        raise click.UsageError("give MODEL_FILE or --start-from DUMP (one of them)")
+    stem = source.path.stem if source is not None else _dump_stem(start_from)
+    output = output or Path(stem + ".vmfb")
+    options = replace(
+        options,
         dump_dir=dump_dir or output.with_name(output.stem + ".stages"),
         stop_after=stop_after,
+        start_from=start_from,
         pipeline=parse_pipeline(pipeline_text),
-        handoff=handoff,
         disable_passes=disabled_passes,
         print_after=print_after,
         print_after_all=print_after_all,
     )
-    report = progress if not quiet else (lambda line: None)
-    if get_target(target).archs is not None:  # fails here, before any work, on an unknown --gpu-arch
-        note = choose_arch(target, gpu_arch).note
-        if note:
-            click.echo(f"note: {note}", err=True)  # even with --quiet: it says what the artifact is built for
-    loaded = load_model_file(model_file, model_name, inputs_name)
-    spec = convert_precision(mark_dynamic(loaded, dynamic_dims), precision)
-    tuning = None
     if tuned:
-        from kiln.compiler.tuning_cache import ModelRef, lookup
-        from kiln.compiler.tuning_space import apply_settings
-
-        tuning = lookup(spec, ModelRef(model_file, model_name, inputs_name, dynamic_dims, precision), options)
-        options = apply_settings(options, tuning.settings)
-        click.echo(f"tuned: {tuning.summary()}", err=True)  # even with --quiet: it says how the artifact is built
-    compilation = run_pipeline(spec, options, report)
+        options = _tuned(source, options)
+    report: Any = progress if not quiet else (lambda line: None)
+    say = lambda line: click.echo(line, err=True)  # noqa: E731  (even with --quiet: what the artifact is)
+    verification = Verification(rtol, atol) if verify else None
+    result = compile_file(source, options, output, verification, report, say)
     if timing:
-        click.echo(timing_table(compilation.stages))
-    if compilation.compiled is None:
+        click.echo(timing_table(result.compilation.stages))
+    if result.path is None:
         report(f"stopped after {stop_after}; dumps in {options.dump_dir}/")
         return
-    if verify:
-        checks = verify_artifact(compilation.compiled, spec, rtol, atol)
-        for check in checks:
-            status = "ok" if check.ok else "MISMATCH"
-            click.echo(
-                f"verify {check.name}: max abs error {check.max_abs_error:.3g}, "
-                f"max rel error {check.max_rel_error:.3g}  {status}"
-            )
-        if not all(check.ok for check in checks):
-            raise KilnError(
-                "artifact does not match eager PyTorch within tolerance; artifact not written",
-                stage="verify",
-                hint="loosen with --rtol/--atol if the difference is expected",
-            )
-    if tuning is not None:
-        from kiln.compiler.tuning_cache import mark_tuned
-
-        compilation = replace(compilation, compiled=mark_tuned(compilation.compiled, tuning))
-    path = compilation.compiled.save(output)
-    size_kib = path.stat().st_size / 1024
+    compiled = result.compilation.compiled
+    assert compiled is not None
     weights = ""
-    if compilation.compiled.parameters is not None:
-        archive = parameters_path(path)
+    if compiled.parameters is not None:
+        archive = parameters_path(result.path)
         weights = f", weights in {archive} ({archive.stat().st_size / 2**20:.1f} MiB)"
-    click.echo(f"wrote {path} ({size_kib:.0f} KiB) and {path.with_suffix('.json')}{weights}; dumps in {options.dump_dir}/")
+    size_kib = result.path.stat().st_size / 1024
+    click.echo(
+        f"wrote {result.path} ({size_kib:.0f} KiB) and {result.path.with_suffix('.json')}{weights}; dumps in {options.dump_dir}/"
+    )
+
+
+def _dump_stem(dump: Path | None) -> str:
+    """mlp.stages/04-linalg.mlir -> mlp: the artifact is named after the compile that wrote the dump."""
+    assert dump is not None
+    folder = dump.resolve().parent.name
+    return folder.removesuffix(".stages") if folder.endswith(".stages") else dump.stem
+
+
+def _tuned(source: ModelSource | None, options: CompileOptions) -> CompileOptions:
+    from kiln.tune.cache import tuned_options
+
+    if source is None:
+        raise KilnError("--tuned needs MODEL_FILE: the tuning cache is keyed on the model", stage="options")
+    options, summary = tuned_options(source, options)
+    click.echo(f"tuned: {summary}", err=True)  # even with --quiet: it says how the artifact is built
+    return options

@@ -5,12 +5,15 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .common import debug_option
-from .compile_command import TARGETS
+from .options import TARGET_NAMES, TimingChoice, model_options, target_options, timing_options
+
+if TYPE_CHECKING:
+    from kiln.compiler import CompileOptions, ModelSource
 
 
 @click.group("tune")
@@ -43,40 +46,14 @@ def tune_command() -> None:
     """
 
 
-def _model_options(function: Any) -> Any:
-    """The options that name the model, the target and the device, as `kiln compile` takes them."""
+def _search_options(function: Any) -> Any:
+    """The model and target, as `kiln compile` takes them, and the limits of the search."""
     options = (
-        click.argument("model_file", type=click.Path(path_type=Path)),
-        click.option("--target", type=click.Choice(TARGETS), default="llvm-cpu", show_default=True, help="Where the artifact runs."),
-        click.option("--cpu", default="host", show_default=True, help="llvm-cpu: LLVM CPU name to compile for."),
-        click.option("--gpu-arch", metavar="ARCH", help="GPU targets: the architecture [default: the local GPU's, else the target's default]."),
-        click.option("--model", "model_name", metavar="NAME", help="Module (or factory) to compile [default: model / get_model]."),
-        click.option("--inputs", "inputs_name", metavar="NAME", help="Example inputs [default: example_inputs / get_example_inputs]."),
-        click.option("--dtype", "precision", type=click.Choice(("bf16", "f16")), help="Compile an f32 model in this precision."),
-        click.option("--dynamic-dim", "dynamic_dims", multiple=True, metavar="INPUT:AXIS", help="Make an input axis dynamic (repeatable)."),
-        click.option(
-            "--params",
-            type=click.Choice(("auto", "inline", "external")),
-            default="auto",
-            show_default=True,
-            help="Weights, as for `kiln compile`; external ones are written once, as the tuning folder's weights.irpa.",
-        ),
+        model_options(),
+        target_options,
         click.option("--knob", "knobs", multiple=True, metavar="NAME", help="Search only these knobs (repeatable; `kiln tune space` lists them) [default: all of the target's]."),
         click.option("--max-candidates", type=int, default=20, show_default=True, help="Compile at most this many candidates, kiln's default included."),
         click.option("--budget-s", type=float, default=1200.0, show_default=True, help="Start no candidate after this many seconds."),
-    )
-    for option in reversed(options):
-        function = option(function)
-    return function
-
-
-def _timing_options(function: Any) -> Any:
-    options = (
-        click.option("--device", help="cpu, cuda, cuda:1, vulkan [default: the artifacts' own]."),
-        click.option("--warmup", type=int, default=3, show_default=True, help="Untimed calls per candidate."),
-        click.option("--iterations", type=int, default=30, show_default=True, help="Timed calls per candidate, at most."),
-        click.option("--time-s", type=float, default=2.0, show_default=True, help="Per candidate: fewer timed calls past this (3 at least)."),
-        click.option("--threads", type=int, help="CPU threads for IREE's task pool [default: torch's default, the cores]."),
     )
     for option in reversed(options):
         function = option(function)
@@ -94,12 +71,21 @@ def _min_gain_option(function: Any) -> Any:
 
 
 @tune_command.command("run")
-@_model_options
+@_search_options
 @click.option("--sweeps", type=int, default=2, show_default=True, help="Passes of coordinate descent over the knobs.")
 @_min_gain_option
-@_timing_options
+@timing_options(warmup=3, iterations=30, time_s=2.0, inductor=False)
 @debug_option
-def run_command(**args: Any) -> None:
+def run_command(
+    source: ModelSource,
+    options: CompileOptions,
+    knobs: tuple[str, ...],
+    max_candidates: int,
+    budget_s: float,
+    sweeps: int,
+    min_gain: float,
+    timing: TimingChoice,
+) -> None:
     """Tune MODEL_FILE here: compile, check and time candidates on this machine, store the winner.
 
     Coordinate descent from kiln's default: each knob's other choices are tried in turn on top of
@@ -117,24 +103,32 @@ def run_command(**args: Any) -> None:
     """
     import torch
 
-    from kiln.compiler.tuning import Limits, tune
-    from kiln.compiler.tuning_cache import command_for, entry_path
-    from kiln.runtime.bench import Settings, use_threads
+    from kiln.measure.timing import use_threads
+    from kiln.tune.cache import command_for, entry_path
+    from kiln.tune.search import Limits, tune
+    from kiln.tune.space import space_for
 
-    use_threads(args["threads"] or torch.get_num_threads())  # before any artifact is loaded
-    ref, options, space = _model(args)
-    limits = Limits(args["max_candidates"], args["budget_s"], args["sweeps"], args["min_gain"])
-    settings = Settings(args["warmup"], args["iterations"], args["time_s"], inductor=False)
-    entry = tune(ref, options, space, limits, settings, args["device"], _command(), click.echo)
+    use_threads(timing.threads or torch.get_num_threads())  # before any artifact is loaded
+    _say_note(options)
+    limits = Limits(max_candidates, budget_s, sweeps, min_gain)
+    space = space_for(options.target, knobs)
+    entry = tune(source, options, space, limits, timing.settings, timing.device, _command(), click.echo)
     click.echo(f"tuned: {entry.summary()}")
-    click.echo(f"stored {entry_path(entry.key)}; compile with: {command_for(['kiln', 'compile'], ref, options)} --tuned")
+    click.echo(f"stored {entry_path(entry.key)}; compile with: {command_for(['kiln', 'compile'], source, options)} --tuned")
 
 
 @tune_command.command("prepare")
-@_model_options
+@_search_options
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="The tuning folder to write (new or empty).")
 @debug_option
-def prepare_command(output: Path, **args: Any) -> None:
+def prepare_command(
+    source: ModelSource,
+    options: CompileOptions,
+    knobs: tuple[str, ...],
+    max_candidates: int,
+    budget_s: float,
+    output: Path,
+) -> None:
     """Compile MODEL_FILE's candidates into a folder, to be measured on another machine.
 
     The candidates are kiln's default and every single-knob variant of it (a search that walks
@@ -149,11 +143,12 @@ def prepare_command(output: Path, **args: Any) -> None:
     Example:
       kiln tune prepare benchmarks/models/mlp.py --target cuda --gpu-arch sm_80 -o tune-mlp
     """
-    from kiln.compiler.tuning import Limits, prepare
+    from kiln.tune.search import Limits, prepare
+    from kiln.tune.space import space_for
 
-    ref, options, space = _model(args)
-    limits = Limits(max_candidates=args["max_candidates"], budget_s=args["budget_s"])
-    plan = prepare(ref, options, space, limits, output, _command(), click.echo)
+    _say_note(options)
+    limits = Limits(max_candidates=max_candidates, budget_s=budget_s)
+    plan = prepare(source, options, space_for(options.target, knobs), limits, output, _command(), click.echo)
     size = sum(path.stat().st_size for path in output.iterdir()) / 2**20
     weights = " (weights.irpa among them)" if plan.weights else ""
     click.echo(f"wrote {output}/: {len(plan.candidates)} candidates, {size:.1f} MiB{weights}")
@@ -162,9 +157,9 @@ def prepare_command(output: Path, **args: Any) -> None:
 
 @tune_command.command("measure")
 @click.argument("folder", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@_timing_options
+@timing_options(warmup=3, iterations=30, time_s=2.0, inductor=False)
 @debug_option
-def measure_command(folder: Path, device: str | None, warmup: int, iterations: int, time_s: float, threads: int | None) -> None:
+def measure_command(folder: Path, timing: TimingChoice) -> None:
     """Check and time every candidate of a prepared FOLDER on this machine; write FOLDER/measured.json.
 
     Needs only torch, iree-base-runtime and kiln (not torch-mlir, not iree-compile): this is the
@@ -176,13 +171,13 @@ def measure_command(folder: Path, device: str | None, warmup: int, iterations: i
     """
     import torch
 
-    from kiln.runtime.bench import Settings, environment, torch_device_for, use_threads
-    from kiln.runtime.tuning_measure import MEASURED, Plan, measure_plan
+    from kiln.measure.timing import environment, torch_device_for, use_threads
+    from kiln.tune.measure import MEASURED, Plan, measure_plan
 
-    use_threads(threads or torch.get_num_threads())
+    use_threads(timing.threads or torch.get_num_threads())
     plan = Plan.read(folder)
-    machine = environment(torch_device_for(plan.driver, device))[0]
-    measure_plan(folder, Settings(warmup, iterations, time_s, inductor=False), device, machine, click.echo)
+    machine = environment(torch_device_for(plan.driver, timing.device))[0]
+    measure_plan(folder, timing.settings, timing.device, machine, click.echo)
     click.echo(f"wrote {folder / MEASURED}; next, where it was prepared: kiln tune accept {shlex.quote(str(folder))}")
 
 
@@ -200,9 +195,9 @@ def accept_command(folder: Path, min_gain: float) -> None:
     Example:
       kiln tune accept tune-mlp
     """
-    from kiln.compiler.tuning import accept
-    from kiln.compiler.tuning_cache import entry_path
-    from kiln.runtime.tuning_measure import Plan
+    from kiln.tune.cache import entry_path
+    from kiln.tune.measure import Plan
+    from kiln.tune.search import accept
 
     entry = accept(folder, min_gain, click.echo)
     click.echo(f"tuned: {entry.summary()}")
@@ -210,10 +205,10 @@ def accept_command(folder: Path, min_gain: float) -> None:
 
 
 @tune_command.command("space")
-@click.option("--target", type=click.Choice(TARGETS), default="llvm-cpu", show_default=True)
+@click.option("--target", type=click.Choice(TARGET_NAMES), default="llvm-cpu", show_default=True)
 def space_command(target: str) -> None:
     """List the knobs `kiln tune` searches for a target, and what each choice changes."""
-    from kiln.compiler.tuning_space import space_for
+    from kiln.tune.space import space_for
 
     for knob in space_for(target):
         click.echo(f"{knob.name}: {knob.summary}")
@@ -223,21 +218,13 @@ def space_command(target: str) -> None:
             click.echo(f"  {choice.label:<10} {what}")
 
 
-def _model(args: dict[str, Any]) -> tuple[Any, Any, Any]:
-    """The model reference, the base compile options and the search space from the common options."""
-    from kiln.compiler import CompileOptions
-    from kiln.compiler.targets import choose_arch, get_target
-    from kiln.compiler.tuning_cache import ModelRef
-    from kiln.compiler.tuning_space import space_for
+def _say_note(options: CompileOptions) -> None:
+    """What a GPU target is compiled for, when that is not simply what was asked (an unknown --gpu-arch fails here)."""
+    from kiln.compiler.targets import resolve
 
-    target, gpu_arch = args["target"], args["gpu_arch"]
-    if get_target(target).archs is not None:
-        note = choose_arch(target, gpu_arch).note
-        if note:
-            click.echo(f"note: {note}", err=True)
-    ref = ModelRef(args["model_file"], args["model_name"], args["inputs_name"], args["dynamic_dims"], args["precision"])
-    options = CompileOptions(target=target, cpu=args["cpu"], gpu_arch=gpu_arch, params=args["params"])
-    return ref, options, space_for(target, args["knobs"])
+    note = resolve(options).note
+    if note:
+        click.echo(f"note: {note}", err=True)
 
 
 def _command() -> str:

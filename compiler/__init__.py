@@ -1,22 +1,48 @@
-"""kiln.compiler: from a PyTorch module to an IREE artifact, one named stage at a time."""
+"""kiln.compiler: from a PyTorch module to an IREE artifact, one named stage at a time.
+
+Import rule: kiln.passes, kiln.runtime and kiln.errors; never the tools beside it (kiln.measure,
+kiln.tune, kiln.conformance, kiln.cli), which import it. Names below are imported on first use, so
+that the command line can import a light module of this package (targets, options) without torch.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-from .artifact import Compiled
-from .model_file import ModelSpec, load_model_file, spec_from_module
-from .options import CompileOptions
-from .pipeline import Compilation, run_pipeline, stage_names
+    from .artifact import Compiled
+    from .driver import CompileResult, Verification, compile_file
+    from .model_file import ModelSource, ModelSpec, load_model_file, spec_from_module
+    from .options import CompileOptions
+    from .pipeline import Compilation, run_pipeline, stage_names
 
+_EXPORTS = {
+    "Compilation": "pipeline",
+    "CompileOptions": "options",
+    "CompileResult": "driver",
+    "Compiled": "artifact",
+    "ModelSource": "model_file",
+    "ModelSpec": "model_file",
+    "Verification": "driver",
+    "compile_file": "driver",
+    "load_model_file": "model_file",
+    "run_pipeline": "pipeline",
+    "spec_from_module": "model_file",
+    "stage_names": "pipeline",
+}
 __all__ = [
     "Compilation",
     "CompileOptions",
+    "CompileResult",
     "Compiled",
+    "ModelSource",
     "ModelSpec",
+    "Verification",
     "compile",
+    "compile_file",
     "load_model_file",
     "run_pipeline",
     "spec_from_module",
@@ -24,13 +50,21 @@ __all__ = [
 ]
 
 
-def compile(
-    module: torch.nn.Module, example_args: Any, target: str = "llvm-cpu", **options: Any
-) -> Compiled:
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'kiln.compiler' has no attribute '{name}'")
+    return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+
+
+def compile(module: torch.nn.Module, example_args: Any, target: str = "llvm-cpu", **options: Any) -> Compiled:
     """Compile `module` for `target`; the result is callable and has `.save(path)`.
 
     `options` are CompileOptions fields (cpu, opt_level, extra_iree_flags, dump_dir, ...).
     """
+    from .model_file import spec_from_module
+    from .options import CompileOptions
+    from .pipeline import run_pipeline
+
     spec = spec_from_module(module, example_args, options.pop("dynamic_shapes", None))
     compilation = run_pipeline(spec, CompileOptions(target=target, **options))
     if compilation.compiled is None:

@@ -6,7 +6,6 @@ half-written artifact or a `.vmfb` without its manifest.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import tempfile
 from collections.abc import Iterator
@@ -17,7 +16,7 @@ from typing import Any
 
 from iree.runtime import save_archive_file
 
-from kiln.runtime.manifest import Manifest, manifest_path, parameters_path
+from kiln.runtime.manifest import Manifest, manifest_path, package_versions, parameters_path
 from kiln.runtime.module import LoadedModule
 
 from .weights import Parameters
@@ -58,15 +57,7 @@ class Compiled:
 
 
 def versions() -> dict[str, str]:
-    names = ("torchkiln", "torch", "torch-mlir", "iree-base-compiler", "iree-base-runtime")
-    return {name: _version(name) for name in names}
-
-
-def _version(distribution: str) -> str:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
+    return package_versions(("torchkiln", "torch", "torch-mlir", "iree-base-compiler", "iree-base-runtime"))
 
 
 @contextmanager

@@ -6,12 +6,11 @@ Python), so export errors are boiled down to one line and a pointer to the usual
 
 from __future__ import annotations
 
-import inspect
 import io
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -20,8 +19,6 @@ from torch.export import ExportedProgram
 from kiln.errors import KilnError
 
 from .model_file import EntryPoint, ModelSpec
-
-STAGE_OPTIONS = "options"
 
 STAGE = "exported"
 
@@ -82,41 +79,6 @@ def _forward_is(module: torch.nn.Module, method: str) -> Iterator[None]:
         yield
     finally:
         del module.forward
-
-
-def mark_dynamic(spec: ModelSpec, marks: tuple[str, ...]) -> ModelSpec:
-    """Apply `--dynamic-dim INPUT:AXIS` marks (INPUT: a forward() argument name or its position).
-
-    Each marked axis becomes `Dim.DYNAMIC`: torch.export infers its bounds and which inputs share it,
-    and fails if the model forces it to one size.
-    """
-    if not marks:
-        return spec
-    if len(spec.entries) > 1:
-        raise KilnError(
-            "--dynamic-dim applies to one-function models; give each entry point's dynamic_shapes in the file",
-            stage=STAGE_OPTIONS,
-        )
-    names = list(inspect.signature(spec.module.forward).parameters)[: len(spec.example_inputs)]
-    shapes: list[dict[int, object]] = [{} for _ in spec.example_inputs]
-    for mark in marks:
-        name, _, axis_text = mark.partition(":")
-        index = names.index(name) if name in names else int(name) if name.isdigit() else -1
-        if not 0 <= index < len(shapes) or not axis_text.isdigit():
-            raise KilnError(
-                f"bad --dynamic-dim '{mark}': expected INPUT:AXIS with INPUT one of {', '.join(names)} "
-                f"(or 0..{len(shapes) - 1}) and AXIS a number",
-                stage=STAGE_OPTIONS,
-            )
-        axis = int(axis_text)
-        if axis >= spec.example_inputs[index].dim():
-            raise KilnError(
-                f"bad --dynamic-dim '{mark}': input '{names[index]}' has {spec.example_inputs[index].dim()} dimensions",
-                stage=STAGE_OPTIONS,
-            )
-        shapes[index][axis] = torch.export.Dim.DYNAMIC
-    entry = replace(spec.entries[0], dynamic_shapes=tuple(shape or None for shape in shapes))
-    return replace(spec, entries=(entry,))
 
 
 @contextmanager

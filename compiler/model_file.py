@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import sys
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import torch
 from kiln.errors import KilnError
 
 STAGE = "load"
+STAGE_OPTIONS = "options"
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,44 @@ class ModelSpec:
     @property
     def dynamic_shapes(self) -> Any:
         return self.entries[0].dynamic_shapes
+
+    @property
+    def weight_bytes(self) -> int:
+        """The bytes of every parameter and buffer of the entry points' modules, each tensor once."""
+        tensors = {
+            id(tensor): tensor
+            for entry in self.entries
+            for tensor in (*entry.module.parameters(), *entry.module.buffers())
+        }
+        return sum(tensor.numel() * tensor.element_size() for tensor in tensors.values())
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """A model as the command line names it: the file, and the options that pick and shape it."""
+
+    path: Path
+    model_name: str | None = None  # --model
+    inputs_name: str | None = None  # --inputs
+    dynamic_dims: tuple[str, ...] = ()  # --dynamic-dim INPUT:AXIS
+    precision: str | None = None  # --dtype
+
+    def load(self) -> ModelSpec:
+        """The model as kiln captures it."""
+        from .precision import convert_precision  # it converts a ModelSpec, defined here
+
+        spec = load_model_file(self.path, self.model_name, self.inputs_name)
+        return convert_precision(mark_dynamic(spec, self.dynamic_dims), self.precision)
+
+    def args(self) -> list[str]:
+        """These options on a command line."""
+        args = [str(self.path)]
+        args += ["--model", self.model_name] if self.model_name else []
+        args += ["--inputs", self.inputs_name] if self.inputs_name else []
+        for dim in self.dynamic_dims:
+            args += ["--dynamic-dim", dim]
+        args += ["--dtype", self.precision] if self.precision else []
+        return args
 
 
 def load_model_file(
@@ -203,3 +243,38 @@ def _check_inputs(value: Any, what: str, where: str) -> tuple[torch.Tensor, ...]
             hint="e.g. `example_inputs = (torch.randn(8, 64),)`",
         )
     return value
+
+
+def mark_dynamic(spec: ModelSpec, marks: tuple[str, ...]) -> ModelSpec:
+    """Apply `--dynamic-dim INPUT:AXIS` marks (INPUT: a forward() argument name or its position).
+
+    Each marked axis becomes `Dim.DYNAMIC`: torch.export infers its bounds and which inputs share it,
+    and fails if the model forces it to one size.
+    """
+    if not marks:
+        return spec
+    if len(spec.entries) > 1:
+        raise KilnError(
+            "--dynamic-dim applies to one-function models; give each entry point's dynamic_shapes in the file",
+            stage=STAGE_OPTIONS,
+        )
+    names = list(inspect.signature(spec.module.forward).parameters)[: len(spec.example_inputs)]
+    shapes: list[dict[int, object]] = [{} for _ in spec.example_inputs]
+    for mark in marks:
+        name, _, axis_text = mark.partition(":")
+        index = names.index(name) if name in names else int(name) if name.isdigit() else -1
+        if not 0 <= index < len(shapes) or not axis_text.isdigit():
+            raise KilnError(
+                f"bad --dynamic-dim '{mark}': expected INPUT:AXIS with INPUT one of {', '.join(names)} "
+                f"(or 0..{len(shapes) - 1}) and AXIS a number",
+                stage=STAGE_OPTIONS,
+            )
+        axis = int(axis_text)
+        if axis >= spec.example_inputs[index].dim():
+            raise KilnError(
+                f"bad --dynamic-dim '{mark}': input '{names[index]}' has {spec.example_inputs[index].dim()} dimensions",
+                stage=STAGE_OPTIONS,
+            )
+        shapes[index][axis] = torch.export.Dim.DYNAMIC
+    entry = replace(spec.entries[0], dynamic_shapes=tuple(shape or None for shape in shapes))
+    return replace(spec, entries=(entry,))

@@ -20,6 +20,8 @@ class CompileOptions:
     pipeline: tuple[PassGroup, ...] = DEFAULT_PIPELINE
     dump_dir: Path | None = None  # None: no stage dumps
     stop_after: str | None = None  # a stage name; stop there and keep the dumps
+    start_from: Path | None = None  # a stage's dump (<NN>-<stage>.mlir): compile on from there
     disable_passes: tuple[str, ...] = ()  # passes left out of `pipeline`, wherever they are
     print_after: tuple[str, ...] = ()  # dump the module after these passes: <NN>-<stage>.after-<pass>.mlir
     print_after_all: bool = False  # ... and after every pass
+    tuned: str | None = None  # how `kiln tune` chose these options: recorded in the manifest

@@ -7,10 +7,12 @@ its dump as `<index>-<name>.<suffix>`, and stops after `--stop-after`. It never 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,29 +20,32 @@ from torch_mlir import ir
 
 from kiln.errors import KilnError
 from kiln.passes import PASSES, PassGroup, check_pipeline, without_passes
-from kiln.passes.pass_api import PassFailure, run_pass
-from kiln.runtime.manifest import FunctionSpec, Manifest
+from kiln.passes.pass_api import PassFailure, parse_module, run_pass
+from kiln.runtime.manifest import FunctionSpec, Manifest, function_spec
 
 from .artifact import Compiled, versions
 from .capture import Exported, capture
 from .importer import import_program
 from .iree_backend import iree_compile
-from .model_file import ModelSpec
+from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .signature import Signature, signature_of
-from .targets import get_target, handoff_of
-from .weights import Parameters, externalize
+from .targets import ResolvedTarget, resolve
+from .weights import Parameters, external_parameters
 
 
 @dataclass
 class Program:
     """MLIR on its way down, with the calling convention read off at import.
 
-    Pass stages rewrite `module` in place: each stage's dump is the record of what it produced.
+    Pass stages rewrite `module` in place: each stage's dump is the record of what it produced. The
+    calling convention also rides in the module itself (CALLING_CONVENTION), so that a compile can
+    start again from any stage's dump (`--start-from`).
     """
 
     module: ir.Module
-    signatures: dict[str, Signature]  # one function per entry point, in order
+    functions: tuple[FunctionSpec, ...]  # one per entry point, in order
+    precision: str | None  # "bf16"/"f16" when kiln converted an f32 model
     parameters: Parameters | None  # weights lifted out of the IR, when externalized
 
     def __str__(self) -> str:
@@ -50,14 +55,16 @@ class Program:
 
 
 DUMP_RESOURCE_LIMIT = 1 << 20  # characters of hex: weights of about 512 KiB and more are elided in dumps
+CALLING_CONVENTION = "kiln.calling_convention"  # module attribute: the functions and precision, as JSON
 
 
 @dataclass
 class StageContext:
-    """What every stage may read: the model, the options, and where its dump goes."""
+    """What every stage may read: the model, the options as given and as resolved, and where its dump goes."""
 
-    spec: ModelSpec
+    spec: ModelSpec | None  # None when the compile starts from a dump
     options: CompileOptions
+    resolved: ResolvedTarget
     dump_stem: Path | None  # <dump_dir>/<index>-<name>, or None when not dumping
     input_dump: Path | None  # the previous stage's dump: the reproducer if this stage fails
     pass_times: dict[str, float] = field(default_factory=dict)
@@ -80,28 +87,33 @@ class StageReport:
 
 @dataclass(frozen=True)
 class Compilation:
-    """What a pipeline run made: the artifact (None after --stop-after) and how long each stage took."""
+    """What a pipeline run made: the artifact (None after --stop-after), how each stage went, and the
+    target as resolved."""
 
     compiled: Compiled | None
     stages: tuple[StageReport, ...]
+    resolved: ResolvedTarget
+    spec: ModelSpec | None  # the model compiled (None when started from a dump)
 
 
-def stages_for(options: CompileOptions) -> tuple[Stage, ...]:
+def stages_for(options: CompileOptions, handoff: str) -> tuple[Stage, ...]:
     return (
         Stage("exported", _capture, ".txt"),
         Stage("aten", _import, ".mlir"),
-        *(Stage(group.name, _pass_group(group), ".mlir") for group in _active_pipeline(options)),
+        *(Stage(group.name, _pass_group(group), ".mlir") for group in _active_pipeline(options, handoff)),
         Stage("vmfb", _backend, None),
     )
 
 
 def stage_names(options: CompileOptions | None = None) -> tuple[str, ...]:
-    return tuple(stage.name for stage in stages_for(options or CompileOptions()))
+    """The stages a compile with `options` runs, in order: the vocabulary of --stop-after and --start-from."""
+    options = options or CompileOptions()
+    return tuple(stage.name for stage in stages_for(options, resolve(options).handoff))
 
 
-def _active_pipeline(options: CompileOptions) -> tuple[PassGroup, ...]:
+def _active_pipeline(options: CompileOptions, handoff: str) -> tuple[PassGroup, ...]:
     check_pipeline(options.pipeline)
-    pipeline = without_passes(_up_to_handoff(options), options.disable_passes)
+    pipeline = without_passes(_up_to_handoff(options.pipeline, handoff), options.disable_passes)
     listed = {name for group in pipeline for name in group.passes}
     for name in options.print_after:
         if name not in listed:
@@ -109,12 +121,12 @@ def _active_pipeline(options: CompileOptions) -> tuple[PassGroup, ...]:
     return pipeline
 
 
-def _up_to_handoff(options: CompileOptions) -> tuple[PassGroup, ...]:
+def _up_to_handoff(pipeline: tuple[PassGroup, ...], handoff: str) -> tuple[PassGroup, ...]:
     """The pipeline's groups that work above the hand-off: at "torch", those before the lowering to linalg."""
-    if handoff_of(options) == "linalg":
-        return options.pipeline
+    if handoff == "linalg":
+        return pipeline
     groups: list[PassGroup] = []
-    for group in options.pipeline:
+    for group in pipeline:
         if any(PASSES[name].lowers_to == "linalg" for name in group.passes):
             break
         groups.append(group)
@@ -122,27 +134,35 @@ def _up_to_handoff(options: CompileOptions) -> tuple[PassGroup, ...]:
 
 
 def run_pipeline(
-    spec: ModelSpec, options: CompileOptions, progress: Callable[[str], None] = lambda line: None
+    model: ModelSpec | ModelSource | None,
+    options: CompileOptions,
+    progress: Callable[[str], None] = lambda line: None,
+    say: Callable[[str], None] = lambda line: None,
 ) -> Compilation:
-    get_target(options.target).flags(options)  # an unknown target or --gpu-arch fails before any work is done
-    stages = stages_for(options)
-    if options.stop_after is not None and options.stop_after not in stage_names(options):
-        handed_off = handoff_of(options) == "torch" and options.stop_after in stage_names(replace(options, handoff="linalg"))
-        raise KilnError(
-            f"unknown stage '{options.stop_after}'; stages: {', '.join(stage_names(options))}",
-            stage="options",
-            hint="with --handoff torch, IREE lowers to linalg itself: its phases are in the vmfb stage's dumps"
-            if handed_off
-            else None,
-        )
+    """Run the stages for `options` on `model`, or on the dump `options.start_from` (then `model` is None).
+
+    The options are resolved first, so a bad one fails before a model file is even loaded.
+    `progress` gets a line as each stage starts and ends; `say` the note on what a GPU artifact is
+    built for, when that is not simply what was asked.
+    """
+    resolved = resolve(options)
+    if resolved.note is not None:
+        say(f"note: {resolved.note}")
+    spec = model.load() if isinstance(model, ModelSource) else model
+    stages = stages_for(options, resolved.handoff)
+    names = [stage.name for stage in stages]
+    if options.stop_after is not None and options.stop_after not in names:
+        raise _unknown_stage("--stop-after", options.stop_after, names, options, resolved)
+    first, value = _starting_point(spec, options, stages, resolved)
+    if options.stop_after is not None and names.index(options.stop_after) < first:
+        raise KilnError(f"--stop-after {options.stop_after} comes before --start-from's stage", stage="options")
     if options.dump_dir is not None:
         options.dump_dir.mkdir(parents=True, exist_ok=True)
-    value: Any = spec
     reports: list[StageReport] = []
-    input_dump: Path | None = None
-    for index, stage in enumerate(stages):
+    input_dump: Path | None = options.start_from
+    for index, stage in enumerate(stages[first:], start=first):
         stem = options.dump_dir / f"{index:02d}-{stage.name}" if options.dump_dir is not None else None
-        context = StageContext(spec, options, stem, input_dump)
+        context = StageContext(spec, options, resolved, stem, input_dump)
         progress(f"[{index + 1}/{len(stages)}] {stage.name} ...")
         start = time.perf_counter()
         try:
@@ -158,8 +178,74 @@ def run_pipeline(
         reports.append(StageReport(stage.name, seconds, dump, context.pass_times))
         progress(f"[{index + 1}/{len(stages)}] {stage.name} done in {seconds:.2f}s")
         if stage.name == options.stop_after:
-            return Compilation(None, tuple(reports))
-    return Compilation(value, tuple(reports))
+            return Compilation(None, tuple(reports), resolved, spec)
+    return Compilation(value, tuple(reports), resolved, spec)
+
+
+def _unknown_stage(
+    flag: str, name: str, names: list[str], options: CompileOptions, resolved: ResolvedTarget
+) -> KilnError:
+    handed_off = resolved.handoff == "torch" and name in stage_names(replace(options, handoff="linalg"))
+    return KilnError(
+        f"{flag}: unknown stage '{name}'; stages: {', '.join(names)}",
+        stage="options",
+        hint="with --handoff torch, IREE lowers to linalg itself: its phases are in the vmfb stage's dumps"
+        if handed_off
+        else None,
+    )
+
+
+# A stage's dump: <index>-<stage>.mlir, as the loop above names them.
+_DUMP_NAME = re.compile(r"^\d+-([\w-]+)\.mlir$")
+
+
+def _starting_point(
+    spec: ModelSpec | None, options: CompileOptions, stages: tuple[Stage, ...], resolved: ResolvedTarget
+) -> tuple[int, Any]:
+    """The index of the first stage to run, and the value it starts from."""
+    if options.start_from is None:
+        if spec is None:
+            raise ValueError("run_pipeline needs a model spec, or options.start_from")
+        return 0, spec
+    path = options.start_from
+    names = [stage.name for stage in stages]
+    match = _DUMP_NAME.match(path.name)
+    resumable = names[1:-1]  # the stages whose dump is MLIR the next stage takes
+    if match is None or match.group(1) not in resumable:
+        raise KilnError(
+            f"--start-from {path}: not a stage dump; expected <NN>-<stage>.mlir with a stage of {', '.join(resumable)}",
+            stage="options",
+            hint="the pipeline in use decides the stages: give the same --pipeline/--handoff as the compile that wrote it",
+        )
+    if not path.is_file():
+        raise KilnError(f"--start-from {path}: no such file", stage="options")
+    text = path.read_text()
+    if "__elided__" in text:
+        raise KilnError(
+            f"--start-from {path}: this dump leaves out large weights (over {DUMP_RESOURCE_LIMIT // 2 >> 10} KiB), "
+            "so it cannot be compiled",
+            stage="options",
+            hint="compile with --params external: weights then stay out of the IR, in the .irpa",
+        )
+    try:
+        module = parse_module(text)
+    except PassFailure as failure:
+        detail = failure.diagnostics[0].message if failure.diagnostics else "unreadable"
+        raise KilnError(f"--start-from {path}: not valid MLIR: {detail}", stage="options") from failure
+    return names.index(match.group(1)) + 1, _program_from_dump(module, path)
+
+
+def _program_from_dump(module: ir.Module, path: Path) -> Program:
+    attribute = module.operation.attributes[CALLING_CONVENTION] if CALLING_CONVENTION in module.operation.attributes else None
+    if attribute is None:
+        raise KilnError(
+            f"--start-from {path}: the module has no {CALLING_CONVENTION} attribute; only kiln's own stage dumps "
+            "say how the artifact is called",
+            stage="options",
+        )
+    convention = json.loads(ir.StringAttr(attribute).value)
+    functions = tuple(function_spec(function) for function in convention["functions"])
+    return Program(module, functions, convention.get("precision"), None)
 
 
 def _capture(spec: ModelSpec, context: StageContext) -> Exported:
@@ -167,12 +253,23 @@ def _capture(spec: ModelSpec, context: StageContext) -> Exported:
 
 
 def _import(exported: Exported, context: StageContext) -> Program:
+    assert context.spec is not None
     programs = exported.programs
-    options = context.options
     module, parameters = import_program(
-        programs, externalize(list(programs.values()), options.params), keep_fused=handoff_of(options) == "torch"
+        programs,
+        context.resolved.external_weights(context.spec.weight_bytes),
+        keep_fused=context.resolved.handoff == "torch",
     )
-    return Program(module, {name: signature_of(p) for name, p in programs.items()}, parameters)
+    functions = tuple(_function_spec(name, signature_of(program)) for name, program in programs.items())
+    convention = {"functions": [asdict(function) for function in functions], "precision": context.spec.precision}
+    with module.context:
+        module.operation.attributes[CALLING_CONVENTION] = ir.StringAttr.get(json.dumps(convention))
+    return Program(module, functions, context.spec.precision, parameters)
+
+
+def _function_spec(name: str, signature: Signature) -> FunctionSpec:
+    symbols = {symbol: list(bounds) for symbol, bounds in signature.symbols.items()}
+    return FunctionSpec(name=name, inputs=signature.inputs, outputs=signature.outputs, symbols=symbols)
 
 
 def _pass_group(group: PassGroup) -> Callable[[Program, StageContext], Program]:
@@ -221,36 +318,35 @@ def _shorten(text: str, limit: int = 240) -> str:
 
 
 def _backend(program: Program, context: StageContext) -> Compiled:
-    options = context.options
-    target = get_target(options.target)
-    handoff = handoff_of(options)
-    input_type = ["--iree-input-type=torch"] if handoff == "torch" else []
-    flags = [*target.flags(options), *input_type, f"--iree-opt-level={options.opt_level}", *options.extra_iree_flags]
+    resolved = context.resolved
     text = program.module.operation.get_asm(enable_debug_info=True)
-    vmfb = iree_compile(text, flags, context.dump_stem, context.input_dump)
-    spec = context.spec
-    functions = tuple(
-        FunctionSpec(
-            name=name,
-            inputs=signature.inputs,
-            outputs=signature.outputs,
-            symbols={symbol: list(bounds) for symbol, bounds in signature.symbols.items()},
-        )
-        for name, signature in program.signatures.items()
-    )
+    vmfb = iree_compile(text, list(resolved.iree_flags), context.dump_stem, context.input_dump)
     manifest = Manifest(
-        functions=functions,
-        target=target.name,
-        driver=target.driver,
-        target_details={**target.details(options), "handoff": handoff},
-        iree_flags=tuple(flags),
+        functions=program.functions,
+        target=resolved.target.name,
+        driver=resolved.target.driver,
+        target_details=resolved.details,
+        iree_flags=resolved.iree_flags,
         versions=versions(),
-        source={"path": str(spec.source), "sha256": spec.source_sha256 or ""} if spec.source else {},
-        precision=spec.precision,
-        parameters=_parameter_summary(program.parameters),
+        source=_source_of(context),
+        precision=program.precision,
+        parameters=_parameter_summary(program),
     )
     return Compiled(vmfb, manifest, program.parameters)
 
 
-def _parameter_summary(parameters: Parameters | None) -> dict[str, int] | None:
-    return None if parameters is None else {"count": len(parameters.tensors), "bytes": parameters.nbytes}
+def _source_of(context: StageContext) -> dict[str, str]:
+    """What the artifact was compiled from: the model file, or the dump a compile started from."""
+    spec, start = context.spec, context.options.start_from
+    if start is not None:
+        return {"path": str(start), "sha256": hashlib.sha256(start.read_bytes()).hexdigest()}
+    if spec is not None and spec.source is not None:
+        return {"path": str(spec.source), "sha256": spec.source_sha256 or ""}
+    return {}
+
+
+def _parameter_summary(program: Program) -> dict[str, int] | None:
+    if program.parameters is not None:
+        return {"count": len(program.parameters.tensors), "bytes": program.parameters.nbytes}
+    count, nbytes = external_parameters(program.module)  # a compile started from a dump: read the globals
+    return {"count": count, "bytes": nbytes} if count else None

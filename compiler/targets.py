@@ -49,8 +49,8 @@ class Target:
     name: str
     summary: str
     driver: str  # IREE runtime driver that loads artifacts for this target
-    flags: Callable[[CompileOptions], list[str]]
-    details: Callable[[CompileOptions], dict[str, str]]  # recorded in the manifest
+    flags: Callable[[CompileOptions, ArchChoice | None], list[str]]
+    details: Callable[[CompileOptions, ArchChoice | None], dict[str, str]]  # recorded in the manifest
     archs: GpuArchs | None = None  # GPU targets only
     # The default hand-off point (HANDOFFS). llvm-cpu: linalg, as IREE's fused attention is far slower
     # there; vulkan-spirv: linalg, as IREE 3.13 cannot compile fused attention for SPIR-V; rocm: unmeasured.
@@ -67,7 +67,7 @@ class ArchChoice:
     note: str | None  # one line for the user whenever `arch` is not simply what they asked for
 
 
-def _cpu_flags(options: CompileOptions) -> list[str]:
+def _cpu_flags(options: CompileOptions, arch: ArchChoice | None) -> list[str]:
     if options.gpu_arch is not None:
         raise KilnError(
             f"--gpu-arch is for GPU targets ({', '.join(GPU_TARGETS)}); llvm-cpu takes --cpu", stage=STAGE
@@ -87,21 +87,21 @@ def _cpu_flags(options: CompileOptions) -> list[str]:
     ]
 
 
-def _cpu_details(options: CompileOptions) -> dict[str, str]:
+def _cpu_details(options: CompileOptions, arch: ArchChoice | None) -> dict[str, str]:
     details = {"cpu": options.cpu, "machine": platform.machine()}
     if options.cpu == "host":
         details["host_cpu"] = host_cpu_model()
     return details
 
 
-def _gpu_flags(options: CompileOptions) -> list[str]:
+def _gpu_flags(options: CompileOptions, choice: ArchChoice | None) -> list[str]:
+    assert choice is not None
     archs = _archs_of(options.target)
-    choice = choose_arch(options.target, options.gpu_arch)
     return [f"--iree-hal-target-device={archs.device}", f"{archs.flag}={choice.arch}"]
 
 
-def _gpu_details(options: CompileOptions) -> dict[str, str]:
-    choice = choose_arch(options.target, options.gpu_arch)
+def _gpu_details(options: CompileOptions, choice: ArchChoice | None) -> dict[str, str]:
+    assert choice is not None
     return {
         "gpu_arch": choice.arch,
         "gpu_arch_requested": choice.requested or "",
@@ -277,12 +277,47 @@ def get_target(name: str) -> Target:
     return TARGETS[name]
 
 
-def handoff_of(options: CompileOptions) -> str:
-    """The hand-off point a compile uses: the one asked for, else the target's."""
-    handoff = options.handoff or get_target(options.target).handoff
+@dataclass(frozen=True)
+class ResolvedTarget:
+    """A compile's target with every choice made once, before any stage runs; later code reads these
+    values and never derives them again. The manifest records `details`."""
+
+    target: Target
+    arch: ArchChoice | None  # GPU targets: the architecture compiled for, and why that one
+    handoff: str  # HANDOFFS
+    params: str  # WEIGHT_POLICIES: inline in the .vmfb, external in an .irpa beside it, or auto (by size, at import)
+    iree_flags: tuple[str, ...]  # everything iree-compile is given
+    details: dict[str, str]
+
+    def external_weights(self, weight_bytes: int) -> bool:
+        """Whether a model with `weight_bytes` of weights keeps them in an .irpa."""
+        return self.params == "external" or (self.params == "auto" and weight_bytes > AUTO_EXTERNAL_BYTES)
+
+    @property
+    def note(self) -> str | None:
+        """One line for the user when the architecture is not simply what they asked for."""
+        return self.arch.note if self.arch is not None else None
+
+
+def resolve(options: CompileOptions) -> ResolvedTarget:
+    """Every choice `options` leave open, made now: a bad one fails here, before any work is done."""
+    target = get_target(options.target)
+    arch = choose_arch(target.name, options.gpu_arch) if target.archs is not None else None
+    handoff = options.handoff or target.handoff
     if handoff not in HANDOFFS:
         raise KilnError(f"unknown hand-off '{handoff}'; known: {', '.join(HANDOFFS)}", stage=STAGE)
-    return handoff
+    if options.params not in WEIGHT_POLICIES:
+        raise KilnError(f"unknown --params '{options.params}'; known: {', '.join(WEIGHT_POLICIES)}", stage=STAGE)
+    input_type = ["--iree-input-type=torch"] if handoff == "torch" else []
+    flags = (*target.flags(options, arch), *input_type, f"--iree-opt-level={options.opt_level}", *options.extra_iree_flags)
+    details = {**target.details(options, arch), "handoff": handoff}
+    if options.tuned is not None:
+        details["tuned"] = options.tuned
+    return ResolvedTarget(target, arch, handoff, options.params, flags, details)
+
+
+WEIGHT_POLICIES = ("auto", "inline", "external")
+AUTO_EXTERNAL_BYTES = 256 * 1024 * 1024  # `auto` keeps weights external above this
 
 
 def _archs_of(target_name: str) -> GpuArchs:

@@ -10,6 +10,7 @@ weights under their PyTorch names, so it can be inspected or replaced without re
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,13 +20,10 @@ from torch_mlir import ir
 from torch_mlir.extras.fx_importer import FxImporterHooks, GraphNodeImporter
 from torch_mlir.passmanager import PassManager
 
-from kiln.errors import KilnError
 from kiln.runtime.manifest import PARAMETER_SCOPE
 from kiln.runtime.tensors import to_host_array
 
-AUTO_EXTERNAL_BYTES = 256 * 1024 * 1024  # `auto` externalizes models whose weights exceed this
 MIN_EXTERNAL_BYTES = 1024  # smaller tensors stay inline, where IREE can fold them
-POLICIES = ("auto", "inline", "external")
 
 # torch dtype -> MLIR element type of the builtin tensor a parameter global holds.
 _ELEMENT_TYPES = {
@@ -38,6 +36,9 @@ _ELEMENT_TYPES = {
     torch.int8: "i8",
     torch.uint8: "ui8",
 }
+
+
+_ELEMENT_BYTES = {name: torch.tensor([], dtype=dtype).element_size() for dtype, name in _ELEMENT_TYPES.items()}
 
 
 @dataclass(frozen=True)
@@ -55,13 +56,17 @@ class Parameters:
         return {name: to_host_array(tensor) for name, tensor in self.tensors.items()}
 
 
-def externalize(programs: list[ExportedProgram], policy: str) -> bool:
-    if policy not in POLICIES:
-        raise KilnError(f"unknown --params '{policy}'; known: {', '.join(POLICIES)}", stage="options")
-    if policy != "auto":
-        return policy == "external"
-    weights = {id(t): t for p in programs for t in [*p.state_dict.values(), *p.constants.values()]}
-    return sum(t.numel() * t.element_size() for t in weights.values()) > AUTO_EXTERNAL_BYTES
+def external_parameters(module: ir.Module) -> tuple[int, int]:
+    """How many weights `module` reads from a parameter archive, and their bytes (from the globals' types)."""
+    count = nbytes = 0
+    for op in module.body.operations:
+        operation = op.operation
+        if operation.name != "ml_program.global" or "stream.parameter.named" not in str(operation.attributes["value"]):
+            continue
+        tensor_type = ir.RankedTensorType(ir.TypeAttr(operation.attributes["type"]).value)
+        count += 1
+        nbytes += math.prod(tensor_type.shape) * _ELEMENT_BYTES[str(tensor_type.element_type)]
+    return count, nbytes
 
 
 class WeightHooks(FxImporterHooks):

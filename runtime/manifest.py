@@ -6,6 +6,7 @@ against it. The runtime owns the format so that a deployment needs only `kiln.ru
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -76,7 +77,7 @@ class Manifest:
     @staticmethod
     def from_json(text: str) -> Manifest:
         data: dict[str, Any] = json.loads(text)
-        data["functions"] = tuple(_function_spec(f) for f in data["functions"])
+        data["functions"] = tuple(function_spec(f) for f in data["functions"])
         data["iree_flags"] = tuple(data["iree_flags"])
         return Manifest(**data)
 
@@ -93,7 +94,7 @@ def parameters_path(vmfb_path: Path) -> Path:
 PARAMETER_SCOPE = "model"  # the scope the compiler names parameters in and the runtime serves them
 
 
-def _function_spec(data: dict[str, Any]) -> FunctionSpec:
+def function_spec(data: dict[str, Any]) -> FunctionSpec:
     return FunctionSpec(
         name=data["name"],
         inputs=tuple(_tensor_spec(t) for t in data["inputs"]),
@@ -104,3 +105,14 @@ def _function_spec(data: dict[str, Any]) -> FunctionSpec:
 
 def _tensor_spec(data: dict[str, Any]) -> TensorSpec:
     return TensorSpec(name=data["name"], shape=tuple(data["shape"]), dtype=data["dtype"])
+
+
+def package_versions(names: tuple[str, ...]) -> dict[str, str]:
+    """The installed version of each distribution, "not installed" where it is missing: for manifests and reports."""
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions

@@ -7,6 +7,7 @@ reinterpreted bit-for-bit.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import iree.runtime as rt
@@ -25,6 +26,23 @@ TORCH_DTYPES: dict[str, torch.dtype] = {
     "int64": torch.int64,
     "bool": torch.bool,
 }
+
+
+SHORT_DTYPES: dict[torch.dtype, str] = {
+    torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
+    torch.int8: "i8", torch.uint8: "u8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64",
+    torch.bool: "bool",
+}  # fmt: skip
+
+
+def short_dtype(dtype: torch.dtype) -> str:
+    """"f32", "bf16", "i64", ...: how tables and messages name a dtype."""
+    return SHORT_DTYPES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def describe_inputs(inputs: Sequence[torch.Tensor]) -> str:
+    """E.g. "f32[8, 1024], i64[8]"."""
+    return ", ".join(f"{short_dtype(x.dtype)}[{', '.join(map(str, x.shape))}]" for x in inputs)
 
 
 def dtype_name(dtype: torch.dtype | np.dtype) -> str:

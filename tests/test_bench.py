@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from conftest import EXAMPLES, ROOT
 
 from kiln.cli.main import kiln
-from kiln.runtime.bench import Settings, check_numerics, measure
-from kiln.runtime.bench_results import (
+from kiln.measure.bench import check_numerics
+from kiln.measure.results import (
     SCHEMA,
     CaseResult,
     Numerics,
@@ -30,6 +30,7 @@ from kiln.runtime.bench_results import (
     summarize,
     worst_per_model,
 )
+from kiln.measure.timing import Settings, measure
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import suite  # benchmarks/ holds scripts, not a package

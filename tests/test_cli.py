@@ -11,7 +11,7 @@ import torch
 from click.testing import CliRunner
 from conftest import EXAMPLES, example_spec
 
-from kiln.cli.compile_command import STAGES
+from kiln import load as kiln_load
 from kiln.cli.main import kiln
 from kiln.compiler import stage_names
 
@@ -96,8 +96,48 @@ def test_verify_failure_exits_nonzero_and_writes_nothing(tmp_path):
     assert not artifact.exists()
 
 
-def test_stage_choices_match_the_pipeline():
-    assert STAGES == stage_names()
+def test_stop_after_takes_any_stage_of_the_pipeline_in_use(tmp_path):
+    pipeline = "prims(torch-backend-contract),tidy(canonicalize),linalg(torch-to-linalg)"
+    result = invoke("compile", EXAMPLES / "mlp.py", "-o", tmp_path / "m.vmfb", "--pipeline", pipeline, "--stop-after", "tidy")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "m.stages" / "03-tidy.mlir").is_file() and not (tmp_path / "m.vmfb").exists()
+    result = invoke("compile", EXAMPLES / "mlp.py", "-o", tmp_path / "m.vmfb", "--stop-after", "tidy")
+    assert result.exit_code == 1
+    assert "--stop-after: unknown stage 'tidy'; stages: exported, aten, prims, simplified, linalg, fused, vmfb" in result.output
+
+
+def test_start_from_a_dump_finishes_the_compile(tmp_path):
+    stopped = invoke("compile", EXAMPLES / "mlp.py", "-o", tmp_path / "mlp.vmfb", "--stop-after", "linalg", "-q")
+    assert stopped.exit_code == 0, stopped.output
+    dump = tmp_path / "mlp.stages" / "04-linalg.mlir"
+    result = invoke("compile", "--start-from", dump, "-o", tmp_path / "mlp.vmfb", "-q")
+    assert result.exit_code == 0, result.output
+    module = kiln_load(tmp_path / "mlp.vmfb")
+    spec = example_spec("mlp")
+    assert module.manifest.functions[0].outputs[0].name == "linear_2"  # the calling convention rode in the dump
+    assert module.manifest.source["path"] == str(dump)
+    torch.testing.assert_close(module(*spec.example_inputs), spec.module(*spec.example_inputs), rtol=1e-4, atol=1e-5)
+    assert sorted(p.name for p in (tmp_path / "mlp.stages").glob("05-fused*.mlir"))  # the stages after it ran
+
+
+def test_start_from_needs_a_stage_dump(tmp_path):
+    stray = tmp_path / "model.mlir"
+    stray.write_text("module {}")
+    result = invoke("compile", "--start-from", stray)
+    assert result.exit_code == 1
+    assert "--start-from " in result.output and "not a stage dump; expected <NN>-<stage>.mlir" in result.output
+    assert invoke("compile").exit_code == 2  # neither MODEL_FILE nor --start-from
+
+
+def test_help_imports_nothing_heavy():
+    """`kiln --help` and `kiln compile --help` must stay instant: no torch, MLIR or IREE import."""
+    script = (
+        "import sys; from click.testing import CliRunner; from kiln.cli.main import kiln; "
+        "assert CliRunner().invoke(kiln, ['compile', '--help']).exit_code == 0; "
+        "heavy = sorted(m for m in ('torch', 'torch_mlir', 'iree.compiler') if m in sys.modules); print(heavy)"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
 
 
 def test_help_is_fast_and_teaches():

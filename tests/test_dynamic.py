@@ -8,7 +8,7 @@ from conftest import compile_spec, eager, example_spec
 from torch.export import Dim
 
 import kiln
-from kiln.compiler.capture import mark_dynamic
+from kiln.compiler.model_file import mark_dynamic
 from kiln.errors import KilnError
 
 

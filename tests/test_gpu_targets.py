@@ -19,8 +19,8 @@ from click.testing import CliRunner
 from conftest import EXAMPLES, as_tuple, device_visible, eager, example_spec, gpu, vulkan
 
 import kiln
-from kiln.cli.compile_command import TARGETS as CLI_TARGETS
 from kiln.cli.main import kiln as kiln_cli
+from kiln.cli.options import TARGET_NAMES as CLI_TARGETS
 from kiln.compiler import Compiled, CompileOptions, run_pipeline, targets
 from kiln.compiler.targets import GPU_TARGETS, TARGETS, choose_arch
 from kiln.errors import KilnError

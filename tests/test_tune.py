@@ -21,12 +21,13 @@ from iree.compiler.tools.binaries import find_tool
 import kiln
 from kiln.cli.main import kiln as kiln_cli
 from kiln.compiler import CompileOptions
-from kiln.compiler.tuning import Limits, coordinate_descent, prepare, tune
-from kiln.compiler.tuning_cache import ModelRef, entry_path, key_fields, key_of
-from kiln.compiler.tuning_space import SPACES, Choice, Knob
-from kiln.runtime.bench import Settings
-from kiln.runtime.bench_results import Timing
-from kiln.runtime.tuning_measure import Measurement, Plan
+from kiln.compiler.model_file import ModelSource
+from kiln.measure.results import Timing
+from kiln.measure.timing import Settings
+from kiln.tune.cache import entry_path, key_fields, key_of
+from kiln.tune.measure import Measurement, Plan
+from kiln.tune.search import Limits, coordinate_descent, prepare, tune
+from kiln.tune.space import SPACES, Choice, Knob
 
 TINY = """
 import torch
@@ -82,7 +83,7 @@ def invoke(*args: object):
 def test_tune_stores_the_winner_and_compile_tuned_applies_it(tmp_path, cache):
     path = model_file(tmp_path)
     lines: list[str] = []
-    entry = tune(ModelRef(path), CompileOptions(), (HANDOFF, DATA_TILING, BOGUS), ANY_WINS, QUICK, None, "test", lines.append)
+    entry = tune(ModelSource(path), CompileOptions(), (HANDOFF, DATA_TILING, BOGUS), ANY_WINS, QUICK, None, "test", lines.append)
 
     assert [m.name for m in entry.candidates] == ["default", "handoff=torch", "handoff=torch, data-tiling=on", "handoff=torch, data-tiling=on, bogus=on"]
     bogus = entry.candidates[-1]
@@ -118,7 +119,7 @@ def test_tune_stores_the_winner_and_compile_tuned_applies_it(tmp_path, cache):
 def test_a_candidate_with_wrong_numerics_is_rejected(tmp_path):
     fast = Knob("fast-min-max", "", (Choice("off"), Choice("on", iree_flags=("--iree-llvmcpu-use-fast-min-max-ops=true",))))
     lines: list[str] = []
-    entry = tune(ModelRef(model_file(tmp_path, NAN_MASKED_MAX)), CompileOptions(), (fast,), ANY_WINS, QUICK, None, "test", lines.append)
+    entry = tune(ModelSource(model_file(tmp_path, NAN_MASKED_MAX)), CompileOptions(), (fast,), ANY_WINS, QUICK, None, "test", lines.append)
 
     wrong = entry.candidates[1]
     assert wrong.name == "fast-min-max=on" and wrong.numerics is not None and not wrong.numerics.ok
@@ -140,20 +141,20 @@ def test_tuned_without_an_entry_says_how_to_tune(tmp_path):
 def test_the_key_changes_with_the_model_file_and_what_is_compiled(tmp_path):
     path = model_file(tmp_path)
 
-    def key(ref: ModelRef, options: CompileOptions | None = None) -> str:
+    def key(ref: ModelSource, options: CompileOptions | None = None) -> str:
         return key_of(key_fields(ref.load(), ref, options or CompileOptions()))
 
-    first = key(ModelRef(path))
-    assert key(ModelRef(path)) == first
-    assert key(ModelRef(path, precision="bf16")) != first
-    assert key(ModelRef(path), CompileOptions(cpu="znver4")) != first
+    first = key(ModelSource(path))
+    assert key(ModelSource(path)) == first
+    assert key(ModelSource(path, precision="bf16")) != first
+    assert key(ModelSource(path), CompileOptions(cpu="znver4")) != first
     path.write_text(TINY + "# an edit\n")
-    assert key(ModelRef(path)) != first
+    assert key(ModelSource(path)) != first
 
 
 def test_split_prepare_measure_without_the_compiler_then_accept(tmp_path, cache):
     path, folder = model_file(tmp_path), tmp_path / "tune-dir"
-    plan = prepare(ModelRef(path), CompileOptions(params="external"), (HANDOFF, BOGUS), Limits(), folder, "test", print)
+    plan = prepare(ModelSource(path), CompileOptions(params="external"), (HANDOFF, BOGUS), Limits(), folder, "test", print)
     assert [c.name for c in plan.candidates] == ["default", "handoff=torch", "bogus=on"]
     assert plan.weights == "weights.irpa" and (folder / "weights.irpa").is_file() and (folder / "reference.pt").is_file()
     assert plan.candidates[2].artifact is None and "iree-compile failed" in (plan.candidates[2].error or "")

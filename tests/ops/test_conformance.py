@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import torch
 from click.testing import CliRunner
 
 from kiln.cli.main import kiln
-from kiln.cli.ops_command import read_notes, read_support, render_support
-from kiln.compiler import conformance
-from kiln.compiler.conformance import (
-    CASES,
+from kiln.conformance import runner
+from kiln.conformance.cases import CASES, Fn
+from kiln.conformance.runner import (
     COMPILES,
     FAILS,
     MISMATCH,
@@ -19,12 +20,14 @@ from kiln.compiler.conformance import (
     Arg,
     Case,
     Checker,
-    Fn,
     Outcome,
     check_group,
     compare,
     plan_groups,
 )
+from kiln.conformance.support import notes_path, read_status, render_support, write_status
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_compare_checks_dtype_shape_and_values() -> None:
@@ -39,14 +42,14 @@ def test_compare_checks_dtype_shape_and_values() -> None:
     assert compare((ints,), (ints, ints)) == Outcome(MISMATCH, detail="2 outputs, eager has 1")
 
 
-def test_outcomes_read_back_from_their_text() -> None:
-    for outcome in (
-        Outcome(PASS),
-        Outcome(COMPILES),
-        Outcome(MISMATCH, detail="max abs error 0.5 (rtol 0.0001, atol 0.0001)"),
-        Outcome(FAILS, "prims", "op torch.aten.sort failed in pass 'check-primitives': a | b"),
-    ):
-        assert Outcome.parse(str(outcome)) == outcome
+def test_outcomes_read_back_from_their_record(tmp_path) -> None:
+    status = {
+        "a[f32]": {"llvm-cpu": Outcome(PASS), "cuda": Outcome(COMPILES)},
+        "b[f32]": {"llvm-cpu": Outcome(MISMATCH, detail="max abs error 0.5 (rtol 0.0001, atol 0.0001)")},
+        "c[f32]": {"llvm-cpu": Outcome(FAILS, "prims", "op torch.aten.sort failed in pass 'check-primitives': a | b")},
+    }
+    write_status(status, tmp_path / "status.json")
+    assert read_status(tmp_path / "status.json") == status
 
 
 def _case(name: str, function: object) -> Case:
@@ -81,7 +84,7 @@ def test_checker_runs_groups_in_workers() -> None:
 def test_a_worker_past_its_time_costs_its_case(monkeypatch) -> None:
     """No time at all: every case's worker is lost, so the group of two is redone case by case and
     each case gets the failure, at the stage its worker had reached."""
-    monkeypatch.setattr(conformance, "GROUP_SECONDS", (0.0, 0.0))
+    monkeypatch.setattr(runner, "GROUP_SECONDS", (0.0, 0.0))
     relu, exp = (next(case for case in CASES if case.name == name) for name in ("relu[f32]", "exp[f32]"))
     with Checker("llvm-cpu", jobs=1) as checker:
         outcomes = checker.check([(relu, exp)])
@@ -90,28 +93,39 @@ def test_a_worker_past_its_time_costs_its_case(monkeypatch) -> None:
         assert outcome.status == FAILS and outcome.detail.startswith("no result after") and outcome.stage
 
 
-def test_support_table_round_trip() -> None:
+def test_support_table_is_rendered_from_the_record() -> None:
     cases = CASES[:3]
-    table = {
+    status = {
         cases[0].name: {"llvm-cpu": Outcome(PASS), "cuda": Outcome(COMPILES)},
         cases[1].name: {"llvm-cpu": Outcome(FAILS, "vmfb", "iree-compile failed: a | b")},
     }
-    text = render_support(cases, table, "## Notes\n\nkept")
-    assert read_support(text) == table  # the third case was not run: no cells
-    assert read_notes(text) == "## Notes\n\nkept"
+    text = render_support(cases, status, "## Notes\n\nkept")
     assert "| llvm-cpu | 2 | 1 pass | 50.0% |" in text and "| cuda | 1 | 1 compile | 100.0% |" in text
+    assert "## Notes\n\nkept" in text
+    second, third = (f"| `{case.name}` | {case.op} | {case.input_dtypes()} |" for case in cases[1:])
+    assert f"{second} fails at vmfb: iree-compile failed: a \\| b | not run |" in text
+    assert f"{third} not run | not run |" in text
 
 
-def test_kiln_ops_merges_into_the_table(tmp_path) -> None:
-    support = tmp_path / "SUPPORT.md"
-    support.write_text(render_support(CASES, {"exp[f32]": {"llvm-cpu": Outcome(PASS)}}, "## Notes\n\nmine"))
-    result = CliRunner().invoke(kiln, ["ops", "--only", "relu[f32]", "--target", "vulkan-spirv", "-o", str(support)])
+def test_kiln_ops_merges_into_the_record(tmp_path) -> None:
+    status, support = tmp_path / "status.json", tmp_path / "SUPPORT.md"
+    write_status({"exp[f32]": {"llvm-cpu": Outcome(PASS)}}, status)
+    args = ["ops", "--only", "relu[f32]", "--target", "vulkan-spirv", "-o", str(support), "--status", str(status)]
+    result = CliRunner().invoke(kiln, args)
     assert result.exit_code == 0, result.output
     assert "vulkan-spirv: 1 of 1 cases compile" in result.output
-    table = read_support(support.read_text())
-    assert table["relu[f32]"] == {"vulkan-spirv": Outcome(COMPILES)}
-    assert table["exp[f32]"] == {"llvm-cpu": Outcome(PASS)}  # kept: not run this time
-    assert read_notes(support.read_text()) == "## Notes\n\nmine"
+    recorded = read_status(status)
+    assert recorded["relu[f32]"] == {"vulkan-spirv": Outcome(COMPILES)}
+    assert recorded["exp[f32]"] == {"llvm-cpu": Outcome(PASS)}  # kept: not run this time
+    assert "| `relu[f32]` | aten.relu.default | f32 | not run | compiles |" in support.read_text()
+
+
+def test_support_md_is_up_to_date() -> None:
+    """SUPPORT.md at the checkout's root is what the record renders to (apart from its date line)."""
+    rendered = render_support(CASES, read_status(), notes_path().read_text())
+    on_disk = (ROOT / "SUPPORT.md").read_text()
+    undated = lambda text: re.sub(r"Last written \S+\.", "", text)  # noqa: E731
+    assert undated(on_disk) == undated(rendered), "SUPPORT.md is stale: run `kiln ops` (or re-render it)"
 
 
 def test_kiln_ops_lists_cases_by_op() -> None:

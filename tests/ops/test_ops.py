@@ -1,24 +1,23 @@
-"""The op conformance suite under pytest: every case of kiln.compiler.conformance, on llvm-cpu.
+"""The op conformance suite under pytest: every case of kiln.conformance.runner, on llvm-cpu.
 
 Each case is compiled by kiln and compared with eager PyTorch on the same inputs. A case that
-SUPPORT.md lists as failing is xfail(strict=True) with the table's reason, so a change that makes
-it pass fails here until `kiln ops` has rewritten the table. Cases are compiled in groups (one
+conformance/status.json records as failing is xfail(strict=True) with the recorded reason, so a
+change that makes it pass fails here until `kiln ops` has recorded it. Cases are compiled in groups (one
 artifact per group, see conformance.plan_groups) by worker processes (conformance.Checker).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 import torch
 
-from kiln.cli.ops_command import read_support
-from kiln.compiler.conformance import CASES, PASS, Case, Checker, Outcome, plan_groups
+from kiln.conformance.cases import CASES
+from kiln.conformance.runner import PASS, Case, Checker, Outcome, plan_groups
+from kiln.conformance.support import read_status
 
-SUPPORT = Path(__file__).resolve().parents[2] / "SUPPORT.md"
-TABLE = read_support(SUPPORT.read_text()) if SUPPORT.is_file() else {}
+TABLE = read_status()
 EXPECTED = {name: row["llvm-cpu"] for name, row in TABLE.items() if "llvm-cpu" in row}
 LIKELY_FAILURES = {name for name, outcome in EXPECTED.items() if not outcome.ok}
 
@@ -55,12 +54,12 @@ def test_op(case: Case, outcomes: dict[str, Outcome]) -> None:
     assert outcome.status == PASS, str(outcome)
 
 
-def test_support_table_lists_every_case() -> None:
+def test_record_lists_every_case() -> None:
     names = [case.name for case in CASES]
     assert len(set(names)) == len(names), "case names must be unique"
     missing = sorted(set(names) - set(EXPECTED))
     stale = sorted(set(TABLE) - set(names))
-    assert not missing and not stale, f"SUPPORT.md is out of date (run `kiln ops`): missing {missing[:5]}, stale {stale[:5]}"
+    assert not missing and not stale, f"the recorded outcomes are out of date (run `kiln ops`): missing {missing[:5]}, stale {stale[:5]}"
 
 
 def test_each_case_exercises_its_op() -> None:

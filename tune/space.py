@@ -17,11 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kiln.compiler.options import CompileOptions
+from kiln.compiler.targets import HANDOFFS, TARGETS, get_target
 from kiln.errors import KilnError
 from kiln.passes import PIPELINES, parse_pipeline
-
-from .options import CompileOptions
-from .targets import HANDOFFS, TARGETS, get_target
 
 STAGE = "tune"
 

@@ -1,8 +1,8 @@
 """`kiln tune`: find the fastest right way to compile one model for one target on one machine.
 
-Each candidate (a choice per knob of the target's space, tuning_space.py) is compiled into a tuning
-folder, checked against eager PyTorch and timed by kiln.runtime.tuning_measure; the winner goes
-into the tuning cache (tuning_cache.py), where `kiln compile --tuned` finds it.
+Each candidate (a choice per knob of the target's space, space.py) is compiled into a tuning
+folder, checked against eager PyTorch and timed by kiln.tune.measure; the winner goes
+into the tuning cache (cache.py), where `kiln compile --tuned` finds it.
 
 - `tune`, where the target's device is: coordinate descent from kiln's default. Each knob's other
   choices are tried in turn on top of the best so far; one that is faster by more than `min_gain`
@@ -28,10 +28,18 @@ from pathlib import Path
 import torch
 from iree.runtime import save_archive_file
 
+from kiln.compiler.artifact import versions
+from kiln.compiler.model_file import ModelSource, ModelSpec
+from kiln.compiler.options import CompileOptions
+from kiln.compiler.pipeline import run_pipeline
+from kiln.compiler.targets import get_target
+from kiln.compiler.weights import Parameters
 from kiln.errors import KilnError
-from kiln.runtime.bench import Settings, cpu_clock, environment, others_share, torch_device_for
+from kiln.measure.timing import Settings, cpu_clock, environment, others_share, torch_device_for
 from kiln.runtime.manifest import manifest_path
-from kiln.runtime.tuning_measure import (
+
+from .cache import TuneEntry, command_for, key_fields, key_of, store
+from .measure import (
     PLAN,
     WEIGHTS,
     Candidate,
@@ -44,15 +52,7 @@ from kiln.runtime.tuning_measure import (
     twin_of,
     write_reference,
 )
-
-from .artifact import versions
-from .model_file import ModelSpec
-from .options import CompileOptions
-from .pipeline import run_pipeline
-from .targets import get_target
-from .tuning_cache import ModelRef, TuneEntry, command_for, key_fields, key_of, store
-from .tuning_space import Assignment, Space, TunedSettings, apply_settings, assign, describe, settings_of
-from .weights import Parameters
+from .space import Assignment, Space, TunedSettings, apply_settings, assign, describe, settings_of
 
 STAGE = "tune"
 RETIME_ROUNDS = 5
@@ -178,7 +178,7 @@ def coordinate_descent(
 
 
 def tune(
-    ref: ModelRef,
+    ref: ModelSource,
     base: CompileOptions,
     space: Space,
     limits: Limits,
@@ -243,7 +243,7 @@ def single_knob_assignments(space: Space) -> list[dict[str, str]]:
 
 
 def prepare(
-    ref: ModelRef, base: CompileOptions, space: Space, limits: Limits, folder: Path, command: str, progress: Progress
+    ref: ModelSource, base: CompileOptions, space: Space, limits: Limits, folder: Path, command: str, progress: Progress
 ) -> Plan:
     """Compile the split's candidates into `folder` with the reference outputs; write and return its plan."""
     if folder.exists() and any(folder.iterdir()):

@@ -19,17 +19,15 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from kiln.compiler.artifact import versions
+from kiln.compiler.model_file import ModelSource, ModelSpec
+from kiln.compiler.options import CompileOptions
+from kiln.compiler.targets import get_target, resolve
 from kiln.errors import KilnError
-from kiln.runtime.bench import describe_inputs
-from kiln.runtime.tuning_measure import Measurement
+from kiln.runtime.tensors import describe_inputs
 
-from .artifact import Compiled, versions
-from .capture import mark_dynamic
-from .model_file import ModelSpec, load_model_file
-from .options import CompileOptions
-from .precision import convert_precision
-from .targets import get_target
-from .tuning_space import TunedSettings
+from .measure import Measurement
+from .space import TunedSettings, apply_settings
 
 STAGE = "tune"
 ENTRY_SCHEMA = "kiln-tune/1"
@@ -37,34 +35,8 @@ ENTRY_SCHEMA = "kiln-tune/1"
 DEVICE_DETAILS = ("cpu", "machine", "host_cpu", "gpu_arch")
 
 
-@dataclass(frozen=True)
-class ModelRef:
-    """A model as the command line names it: the file and `kiln compile`'s options that pick and shape it."""
-
-    file: Path
-    model_name: str | None = None
-    inputs_name: str | None = None
-    dynamic_dims: tuple[str, ...] = ()
-    precision: str | None = None
-
-    def load(self) -> ModelSpec:
-        """The model as `kiln compile` would capture it."""
-        spec = load_model_file(self.file, self.model_name, self.inputs_name)
-        return convert_precision(mark_dynamic(spec, self.dynamic_dims), self.precision)
-
-    def args(self) -> list[str]:
-        """These options on a command line."""
-        args = [str(self.file)]
-        args += ["--model", self.model_name] if self.model_name else []
-        args += ["--inputs", self.inputs_name] if self.inputs_name else []
-        for dim in self.dynamic_dims:
-            args += ["--dynamic-dim", dim]
-        args += ["--dtype", self.precision] if self.precision else []
-        return args
-
-
-def key_fields(spec: ModelSpec, ref: ModelRef, options: CompileOptions) -> dict[str, Any]:
-    details = get_target(options.target).details(options)
+def key_fields(spec: ModelSpec, ref: ModelSource, options: CompileOptions) -> dict[str, Any]:
+    details = resolve(options).details
     return {
         "model_sha256": spec.source_sha256,
         "model": ref.model_name,
@@ -135,7 +107,7 @@ def store(entry: TuneEntry) -> Path:
     return path
 
 
-def lookup(spec: ModelSpec, ref: ModelRef, options: CompileOptions) -> TuneEntry:
+def lookup(spec: ModelSpec, ref: ModelSource, options: CompileOptions) -> TuneEntry:
     """The cached entry for this model, target and machine; a KilnError saying how to make one if none."""
     key = key_of(key_fields(spec, ref, options))
     path = entry_path(key)
@@ -154,7 +126,7 @@ def lookup(spec: ModelSpec, ref: ModelRef, options: CompileOptions) -> TuneEntry
     )
 
 
-def command_for(words: list[str], ref: ModelRef, options: CompileOptions) -> str:
+def command_for(words: list[str], ref: ModelSource, options: CompileOptions) -> str:
     """`words` (e.g. kiln tune run) on this model, for this compile's target and device: one tuning key."""
     args = [*words, *ref.args(), "--target", options.target]
     args += ["--cpu", options.cpu] if options.cpu != "host" and get_target(options.target).archs is None else []
@@ -162,8 +134,9 @@ def command_for(words: list[str], ref: ModelRef, options: CompileOptions) -> str
     return shlex.join(args)
 
 
-def mark_tuned(compiled: Compiled, entry: TuneEntry) -> Compiled:
-    """The artifact with its manifest saying it was tuned, and how (the flags are in iree_flags already)."""
-    manifest = compiled.manifest
+def tuned_options(source: ModelSource, options: CompileOptions) -> tuple[CompileOptions, str]:
+    """`options` with the settings `kiln tune` stored for this model, target and machine applied and
+    recorded (the manifest's target_details say "tuned"), and a one-line summary of them."""
+    entry = lookup(source.load(), source, options)
     tuned = f"{entry.settings.describe()} (key {entry.key[:12]}, tuned {entry.created[:10]})"
-    return replace(compiled, manifest=replace(manifest, target_details={**manifest.target_details, "tuned": tuned}))
+    return replace(apply_settings(options, entry.settings), tuned=tuned), entry.summary()

@@ -28,11 +28,11 @@ from typing import Any
 import torch
 
 from kiln.errors import KilnError
-
-from .bench import Settings, _upload, check_numerics, measure
-from .bench_results import Numerics, Timing
-from .manifest import Manifest, manifest_path
-from .module import LoadedModule
+from kiln.measure.bench import check_numerics, upload
+from kiln.measure.results import Numerics, Timing
+from kiln.measure.timing import Settings, measure
+from kiln.runtime.manifest import Manifest, manifest_path
+from kiln.runtime.module import LoadedModule
 
 STAGE = "tune"
 PLAN_SCHEMA = "kiln-tune-plan/1"
@@ -168,7 +168,7 @@ def measure_candidate(
         if not numerics.ok:
             why = f"numerics: relative L2 error {numerics.rel_l2_error:.1e} > {numerics.tolerance:.0e}"
             return replace(result, numerics=numerics, error=why)
-        uploaded = _upload(module, reference[manifest.entry][0])
+        uploaded = upload(module, reference[manifest.entry][0])
         timing = Timing.of(measure(lambda: module.call_on_device(*uploaded), lambda: None, settings), candidate.compile_s)
         return replace(result, numerics=numerics, timing=timing)
     except Exception as exc:  # one candidate's failure (a KilnError, or IREE's) is a verdict, not the end

@@ -1,0 +1,183 @@
+"""The options several commands share, declared once: which model, how to compile it, how to time it.
+
+Each decorator adds its flags to a command and hands the command one value built from them
+(`source`, `options`, `timing`), so `kiln compile`, `kiln bench`, `kiln tune` and the benchmark
+suite take the same flags with the same meaning. Values are built when the command runs, so
+that `--help` imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from kiln.compiler.targets import HANDOFFS, TARGETS, WEIGHT_POLICIES
+
+TARGET_NAMES = tuple(TARGETS)
+OPT_LEVELS = ("O0", "O1", "O2", "O3")
+PRECISIONS = ("bf16", "f16")
+
+
+def _add(function: Callable[..., Any], options: tuple[Callable[[Any], Any], ...]) -> Callable[..., Any]:
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def model_options(required: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """MODEL_FILE and the flags that pick and shape its model; the command gets `source` (a ModelSource,
+    or None when MODEL_FILE is optional and not given)."""
+
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def command(
+            *args: Any,
+            model_file: Path | None,
+            model_name: str | None,
+            inputs_name: str | None,
+            dynamic_dims: tuple[str, ...],
+            precision: str | None,
+            **kwargs: Any,
+        ) -> Any:
+            from kiln.compiler.model_file import ModelSource
+
+            source = None
+            if model_file is not None:
+                source = ModelSource(model_file, model_name, inputs_name, dynamic_dims, precision)
+            return function(*args, source=source, **kwargs)
+
+        return _add(
+            command,
+            (
+                click.argument("model_file", type=click.Path(path_type=Path), required=required),
+                click.option("--model", "model_name", metavar="NAME", help="Module (or factory) to compile [default: model / get_model]."),
+                click.option("--inputs", "inputs_name", metavar="NAME", help="Example inputs [default: example_inputs / get_example_inputs]."),
+                click.option(
+                    "--dtype",
+                    "precision",
+                    type=click.Choice(PRECISIONS),
+                    help="Compile an f32 model in this precision: weights and float inputs are converted first.",
+                ),
+                click.option(
+                    "--dynamic-dim",
+                    "dynamic_dims",
+                    multiple=True,
+                    metavar="INPUT:AXIS",
+                    help="Make an input axis dynamic, e.g. x:0 (batch) or 0:1 (by position); repeatable. "
+                    "torch.export infers the bounds; the manifest records them and the runtime enforces them.",
+                ),
+            ),
+        )
+
+    return decorate
+
+
+def target_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    """Where the artifact runs and how IREE compiles it; the command gets `options` (a CompileOptions)."""
+
+    @functools.wraps(function)
+    def command(
+        *args: Any,
+        target: str,
+        cpu: str,
+        gpu_arch: str | None,
+        handoff: str | None,
+        params: str,
+        opt_level: str,
+        iree_flags: tuple[str, ...],
+        **kwargs: Any,
+    ) -> Any:
+        from kiln.compiler.options import CompileOptions
+
+        options = CompileOptions(
+            target=target,
+            cpu=cpu,
+            gpu_arch=gpu_arch,
+            handoff=handoff,
+            params=params,
+            opt_level=opt_level,
+            extra_iree_flags=iree_flags,
+        )
+        return function(*args, options=options, **kwargs)
+
+    return _add(
+        command,
+        (
+            click.option("--target", type=click.Choice(TARGET_NAMES), default="llvm-cpu", show_default=True, help="Where the artifact runs."),
+            click.option("--cpu", default="host", show_default=True, help="llvm-cpu: LLVM CPU name to compile for, e.g. sapphirerapids, znver4."),
+            click.option(
+                "--gpu-arch",
+                metavar="ARCH",
+                help="GPU targets: the architecture, e.g. sm_80, sm_86, sm_89 (cuda), ampere (vulkan-spirv), gfx942 (rocm) "
+                "[default: the local GPU's, else sm_80 / ampere / gfx942]. NVIDIA GPUs IREE 3.13 lacks (sm_90, sm_100) "
+                "get sm_80 for cuda, ampere for vulkan-spirv. An unknown ARCH lists the known ones.",
+            ),
+            click.option(
+                "--handoff",
+                type=click.Choice(HANDOFFS),
+                help="Where IREE takes over: `linalg` (kiln lowers to linalg-on-tensors and fuses; attention is "
+                "decomposed) or `torch` (after `simplified`, IREE's torch input pipeline lowers the rest and keeps "
+                "scaled_dot_product_attention as one fused op) [default: the target's: torch for cuda, linalg for the others].",
+            ),
+            click.option(
+                "--params",
+                type=click.Choice(WEIGHT_POLICIES),
+                default="auto",
+                show_default=True,
+                help="Weights: inline in the .vmfb, or external in an .irpa archive beside it (named as in the "
+                "PyTorch state_dict); auto = external above 256 MiB of weights.",
+            ),
+            click.option("--opt-level", type=click.Choice(OPT_LEVELS), default="O3", show_default=True, help="IREE optimization level."),
+            click.option("--iree-flag", "iree_flags", multiple=True, metavar="FLAG", help="Extra iree-compile flag (repeatable)."),
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class TimingChoice:
+    """How to time: where, how many calls, how many threads; `settings` is kiln.measure.timing.Settings."""
+
+    device: str | None
+    threads: int | None
+    settings: Any
+
+
+def timing_options(
+    warmup: int = 5, iterations: int = 50, time_s: float = 10.0, inductor: bool = True
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The flags of a timing run, with this command's defaults; the command gets `timing` (a TimingChoice)."""
+
+    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def command(
+            *args: Any,
+            device: str | None,
+            warmup: int,
+            iterations: int,
+            time_s: float,
+            threads: int | None,
+            no_inductor: bool = not inductor,
+            **kwargs: Any,
+        ) -> Any:
+            from kiln.measure.timing import Settings
+
+            settings = Settings(warmup, iterations, time_s, inductor=inductor and not no_inductor)
+            return function(*args, timing=TimingChoice(device, threads, settings), **kwargs)
+
+        options = (
+            click.option("--device", help="cpu, cuda, cuda:1, vulkan [default: the artifact's own]; torch runs on the matching device."),
+            click.option("--warmup", type=int, default=warmup, show_default=True, help="Untimed calls first."),
+            click.option("--iterations", type=int, default=iterations, show_default=True, help="Timed calls, at most (see --time-s)."),
+            click.option("--time-s", type=float, default=time_s, show_default=True, help="Fewer timed calls once this long has passed (3 at least)."),
+            click.option("--threads", type=int, help="CPU threads for torch and for IREE alike [default: torch's default, the cores]."),
+        )
+        if inductor:
+            options += (click.option("--no-inductor", is_flag=True, help="Do not time torch.compile."),)
+        return _add(command, options)
+
+    return decorate

@@ -1,0 +1,73 @@
+"""The library behind `kiln compile`: a model file in, a checked and saved artifact out.
+
+Commands only parse flags and print; what a compile of a model file means (pick the model, mark
+dynamic sizes, convert precision, run the stages, verify against eager PyTorch, save atomically)
+lives here, once, for `kiln compile`, `kiln bench`, `kiln tune` and the benchmark suite alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kiln.errors import KilnError
+
+from .model_file import ModelSource
+from .options import CompileOptions
+from .pipeline import Compilation, run_pipeline
+from .verify import OutputCheck, verify
+
+Say = Callable[[str], None]
+
+
+def _silent(line: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Verification:
+    """`--verify`: compare the artifact with eager PyTorch on the example inputs; None tolerances: by dtype."""
+
+    rtol: float | None = None
+    atol: float | None = None
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    compilation: Compilation
+    checks: tuple[OutputCheck, ...]  # empty without verification
+    path: Path | None  # the saved .vmfb; None after --stop-after
+
+
+def compile_file(
+    source: ModelSource | None,
+    options: CompileOptions,
+    output: Path,
+    verification: Verification | None = None,
+    progress: Say = _silent,
+    say: Say = _silent,
+) -> CompileResult:
+    """Compile `source` (or `options.start_from`, a stage's dump) to `output` and its manifest.
+
+    `progress` gets the stage lines; `say` the lines a user must see even when quiet: the note on the
+    architecture compiled for, and each output's verification. A failed verification writes nothing.
+    """
+    compilation = run_pipeline(source, options, progress, say)
+    compiled = compilation.compiled
+    if compiled is None:
+        return CompileResult(compilation, (), None)
+    checks: tuple[OutputCheck, ...] = ()
+    if verification is not None:
+        if compilation.spec is None:
+            raise KilnError("--verify needs the model file, to run eager PyTorch", stage="verify")
+        checks = verify(compiled, compilation.spec, verification.rtol, verification.atol)
+        for check in checks:
+            say(f"verify {check.name}: {check.comparison.describe()}  {'ok' if check.ok else 'MISMATCH'}")
+        if not all(check.ok for check in checks):
+            raise KilnError(
+                "artifact does not match eager PyTorch within tolerance; artifact not written",
+                stage="verify",
+                hint="loosen with --rtol/--atol if the difference is expected",
+            )
+    return CompileResult(compilation, checks, compiled.save(output))
