@@ -12,19 +12,19 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Pass, PassRun, Rewriter, apply_patterns
 from .torch_build import constant_ints, shape_of, static_type
 from .torch_ir import bool_constant, int_list, none_constant
 
 
-def decompose_adaptive_avg_pool3d(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def decompose_adaptive_avg_pool3d(op: ir.OpView, rewriter: Rewriter) -> None:
     x, output_value = op.operands
     outputs = constant_ints(output_value)
     if static_type(x) is None or outputs is None or len(outputs) != 3:
-        return NO_MATCH
+        return
     inputs = shape_of(x)[-3:]
     if any(output < 1 or size % output for size, output in zip(inputs, outputs, strict=True)):
-        return NO_MATCH
+        return
     window = [size // output for size, output in zip(inputs, outputs, strict=True)]
     operands = [
         x,
@@ -36,7 +36,6 @@ def decompose_adaptive_avg_pool3d(op: ir.OpView, rewriter: Rewriter) -> bool | N
         none_constant(rewriter),  # divisor_override
     ]
     rewriter.replace(rewriter.create("torch.aten.avg_pool3d", operands, op.result.type))
-    return None
 
 
 def run(module: ir.Operation, pass_run: PassRun) -> None:

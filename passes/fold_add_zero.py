@@ -16,29 +16,26 @@ import math
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Pass, PassRun, Rewriter, apply_patterns
 from .torch_ir import number, same_type, splat
 
 
-def fold_scalar_zero(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_scalar_zero(op: ir.OpView, rewriter: Rewriter) -> None:
     x, scalar, alpha = op.operands
     if number(scalar) != 0 or not _finite(number(alpha)) or not same_type(x, op.result):
-        return NO_MATCH
+        return
     rewriter.replace(x)
-    return None
 
 
-def fold_tensor_zero(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_tensor_zero(op: ir.OpView, rewriter: Rewriter) -> None:
     lhs, rhs, alpha = op.operands
     if not _finite(number(alpha)):
-        return NO_MATCH
+        return
     if splat(rhs) == 0 and same_type(lhs, op.result):
         rewriter.replace(lhs)
-        return None
+        return
     if op.name == "torch.aten.add.Tensor" and number(alpha) == 1 and splat(lhs) == 0 and same_type(rhs, op.result):
         rewriter.replace(rhs)
-        return None
-    return NO_MATCH
 
 
 def _finite(alpha: float | None) -> bool:

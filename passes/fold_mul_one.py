@@ -10,25 +10,23 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Pass, PassRun, Rewriter, apply_patterns
 from .torch_ir import number, same_type, splat
 
 
-def fold_mul_scalar_one(mul: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_mul_scalar_one(mul: ir.OpView, rewriter: Rewriter) -> None:
     x, scalar = mul.operands
     if number(scalar) != 1 or not same_type(x, mul.result):
-        return NO_MATCH
+        return
     rewriter.replace(x)
-    return None
 
 
-def fold_mul_tensor_one(mul: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_mul_tensor_one(mul: ir.OpView, rewriter: Rewriter) -> None:
     lhs, rhs = mul.operands
     for x, one in ((lhs, rhs), (rhs, lhs)):
         if splat(one) == 1 and same_type(x, mul.result):
             rewriter.replace(x)
-            return None
-    return NO_MATCH
+            return
 
 
 def run(module: ir.Operation, pass_run: PassRun) -> None:

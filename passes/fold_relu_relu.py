@@ -7,16 +7,15 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Pass, PassRun, Rewriter, apply_patterns
 from .torch_ir import producer
 
 
-def fold_relu_relu(outer: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_relu_relu(outer: ir.OpView, rewriter: Rewriter) -> None:
     inner = producer(outer.operands[0], "torch.aten.relu")
     if inner is None or inner.result.type != outer.result.type:
-        return NO_MATCH
+        return
     rewriter.replace(inner.result)
-    return None
 
 
 def run(module: ir.Operation, pass_run: PassRun) -> None:

@@ -11,25 +11,24 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Pass, PassRun, Rewriter, apply_patterns
 from .torch_ir import number, producer, splat_literal, tensor_type
 
 
-def fold_sin_cos(add: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_sin_cos(add: ir.OpView, rewriter: Rewriter) -> None:
     lhs, rhs, alpha = add.operands
     if number(alpha) != 1:
-        return NO_MATCH
+        return
     result = tensor_type(add.result.type)
     if result is None or not result.static:
-        return NO_MATCH
+        return
     first, second = _square_of(lhs), _square_of(rhs)
     if first is None or second is None:
-        return NO_MATCH
+        return
     either_order = ((first, second), (second, first))
     if not any(_same_argument(sine, cosine) for sine, cosine in either_order):
-        return NO_MATCH
+        return
     rewriter.replace(splat_literal(rewriter, add.result.type, 1))
-    return None
 
 
 def _square_of(value: ir.Value) -> ir.Value | None:

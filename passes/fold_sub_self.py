@@ -9,17 +9,16 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Pass, PassRun, Rewriter, apply_patterns
 from .torch_ir import number, splat_literal, tensor_type
 
 
-def fold_sub_self(sub: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_sub_self(sub: ir.OpView, rewriter: Rewriter) -> None:
     lhs, rhs, alpha = sub.operands
     result = tensor_type(sub.result.type)
     if lhs != rhs or number(alpha) != 1 or result is None or not result.static or not result.is_integer:
-        return NO_MATCH
+        return
     rewriter.replace(splat_literal(rewriter, sub.result.type, 0))
-    return None
 
 
 def run(module: ir.Operation, pass_run: PassRun) -> None:

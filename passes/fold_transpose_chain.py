@@ -10,27 +10,26 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Pass, PassRun, Rewriter, apply_patterns
 from .torch_ir import int_list, number, producer, tensor_type
 
 TRANSPOSES = ("torch.aten.permute", "torch.aten.transpose.int")
 
 
-def fold_transpose_chain(outer: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_transpose_chain(outer: ir.OpView, rewriter: Rewriter) -> None:
     inner = producer(outer.operands[0], *TRANSPOSES)
     if inner is None:
-        return NO_MATCH
+        return
     x = inner.operands[0]
     inner_permutation, outer_permutation = _permutation(inner), _permutation(outer.operation)
     if inner_permutation is None or outer_permutation is None:
-        return NO_MATCH
+        return
     # permute(permute(x, p), q) has dimension i from dimension p[q[i]] of x.
     composed = [inner_permutation[index] for index in outer_permutation]
     if composed == sorted(composed) and x.type == outer.result.type:
         rewriter.replace(x)
-        return None
+        return
     rewriter.replace(rewriter.create("torch.aten.permute", [x, int_list(rewriter, composed)], outer.result.type))
-    return None
 
 
 def _permutation(op: ir.Operation) -> list[int] | None:
