@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import constant_ints, shape_of, static_type
 from .torch_ir import bool_constant, int_list, none_constant
 
@@ -38,13 +38,8 @@ def decompose_adaptive_avg_pool3d(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create("torch.aten.avg_pool3d", operands, op.result.type))
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten._adaptive_avg_pool3d": decompose_adaptive_avg_pool3d})
-
-
-DECOMPOSE_ADAPTIVE_POOL = Pass(
-    name="decompose-adaptive-pool",
-    summary="_adaptive_avg_pool3d with output dividing input -> avg_pool3d (kernel = stride = in / out)",
-    level="torch",
-    run=run,
+DECOMPOSE_ADAPTIVE_POOL = pattern_pass(
+    "decompose-adaptive-pool",
+    "_adaptive_avg_pool3d with output dividing input -> avg_pool3d (kernel = stride = in / out)",
+    {"torch.aten._adaptive_avg_pool3d": decompose_adaptive_avg_pool3d},
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import permute, shape_of, slice_, static_type, view
 from .torch_ir import int_constant, number
 
@@ -60,16 +60,8 @@ def decompose_diagonal_scatter(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(permute(rewriter, view(rewriter, scattered, shape_of(moved)), inverse))
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(
-        module,
-        {"torch.aten.diagonal": decompose_diagonal, "torch.aten.diagonal_scatter": decompose_diagonal_scatter},
-    )
-
-
-DECOMPOSE_DIAGONAL = Pass(
-    name="decompose-diagonal",
-    summary="diagonal / diagonal_scatter -> a strided slice / slice_scatter of a flattened view",
-    level="torch",
-    run=run,
+DECOMPOSE_DIAGONAL = pattern_pass(
+    "decompose-diagonal",
+    "diagonal / diagonal_scatter -> a strided slice / slice_scatter of a flattened view",
+    {"torch.aten.diagonal": decompose_diagonal, "torch.aten.diagonal_scatter": decompose_diagonal_scatter},
 )

@@ -14,7 +14,7 @@ import math
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import elementwise, float_constant, int_constant, string, tensor_type, to_dtype
 
 HALF_TYPES = ("f16", "bf16")
@@ -47,13 +47,8 @@ def decompose_gelu(gelu: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(to_dtype(rewriter, result, described.dtype) if upcast else result)
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.gelu": decompose_gelu})
-
-
-DECOMPOSE_GELU = Pass(
-    name="decompose-gelu",
-    summary="gelu(x) -> x * 0.5 * (1 + erf(x / sqrt(2))), or its tanh form",
-    level="torch",
-    run=run,
+DECOMPOSE_GELU = pattern_pass(
+    "decompose-gelu",
+    "gelu(x) -> x * 0.5 * (1 + erf(x / sqrt(2))), or its tanh form",
+    {"torch.aten.gelu": decompose_gelu},
 )

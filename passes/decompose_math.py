@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import constant_bool
 from .torch_ir import elementwise, float_constant, int_constant, number, tensor_type, to_dtype, vtensor
 
@@ -136,14 +136,12 @@ def decompose_isclose(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(close)
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    patterns = {name: decompose_float_function for name in FLOAT_FORMULAS}
-    apply_patterns(module, {**patterns, "torch.aten.isfinite": decompose_isfinite, "torch.aten.isclose": decompose_isclose})
-
-
-DECOMPOSE_MATH = Pass(
-    name="decompose-math",
-    summary="asinh, acosh, atanh, isfinite, isclose, log10 -> log1p, sqrt, comparisons, ...",
-    level="torch",
-    run=run,
+DECOMPOSE_MATH = pattern_pass(
+    "decompose-math",
+    "asinh, acosh, atanh, isfinite, isclose, log10 -> log1p, sqrt, comparisons, ...",
+    {
+        **dict.fromkeys(FLOAT_FORMULAS, decompose_float_function),
+        "torch.aten.isfinite": decompose_isfinite,
+        "torch.aten.isclose": decompose_isclose,
+    },
 )

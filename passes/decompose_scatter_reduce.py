@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import constant_bool, static_type
 from .torch_ir import float_constant, none_constant, splat_literal, string, tensor_type
 
@@ -53,16 +53,8 @@ def decompose_scatter_add_mode(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create("torch.aten.scatter_add", [x, dim, index, src], x.type))
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(
-        module,
-        {"torch.aten.scatter_reduce.two": decompose_scatter_reduce, "torch.aten.scatter.reduce": decompose_scatter_add_mode},
-    )
-
-
-DECOMPOSE_SCATTER_REDUCE = Pass(
-    name="decompose-scatter-reduce",
-    summary="scatter_reduce sum/mean and scatter(reduce='add') -> scatter_add (and a division)",
-    level="torch",
-    run=run,
+DECOMPOSE_SCATTER_REDUCE = pattern_pass(
+    "decompose-scatter-reduce",
+    "scatter_reduce sum/mean and scatter(reduce='add') -> scatter_add (and a division)",
+    {"torch.aten.scatter_reduce.two": decompose_scatter_reduce, "torch.aten.scatter.reduce": decompose_scatter_add_mode},
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import elementwise, float_constant, int_constant, tensor_type, to_dtype
 
 HALF_TYPES = ("f16", "bf16")
@@ -30,13 +30,8 @@ def decompose_sigmoid(sigmoid: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(y if compute_type == result.dtype else to_dtype(rewriter, y, result.dtype))
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.sigmoid": decompose_sigmoid})
-
-
-DECOMPOSE_SIGMOID = Pass(
-    name="decompose-sigmoid",
-    summary="sigmoid(x) -> reciprocal(1 + exp(-x))",
-    level="torch",
-    run=run,
+DECOMPOSE_SIGMOID = pattern_pass(
+    "decompose-sigmoid",
+    "sigmoid(x) -> reciprocal(1 + exp(-x))",
+    {"torch.aten.sigmoid": decompose_sigmoid},
 )

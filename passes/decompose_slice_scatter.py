@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import cat, int_literal, shape_of, slice_, static_type
 from .torch_ir import int_constant, number, producer
 
@@ -43,13 +43,8 @@ def decompose_slice_scatter(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(scattered)
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.slice_scatter": decompose_slice_scatter})
-
-
-DECOMPOSE_SLICE_SCATTER = Pass(
-    name="decompose-slice-scatter",
-    summary="slice_scatter -> a cat of slices (step 1) or a scatter at literal indices",
-    level="torch",
-    run=run,
+DECOMPOSE_SLICE_SCATTER = pattern_pass(
+    "decompose-slice-scatter",
+    "slice_scatter -> a cat of slices (step 1) or a scatter at literal indices",
+    {"torch.aten.slice_scatter": decompose_slice_scatter},
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import dtype_of, int_literal, permute, shape_of, static_type, view, vtensor
 from .torch_ir import int_constant, number
 
@@ -37,13 +37,8 @@ def decompose_unfold(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(permute(rewriter, split, order))
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.unfold": decompose_unfold})
-
-
-DECOMPOSE_UNFOLD = Pass(
-    name="decompose-unfold",
-    summary="unfold(dim, size, step) -> index_select of every window's elements, view, permute",
-    level="torch",
-    run=run,
+DECOMPOSE_UNFOLD = pattern_pass(
+    "decompose-unfold",
+    "unfold(dim, size, step) -> index_select of every window's elements, view, permute",
+    {"torch.aten.unfold": decompose_unfold},
 )

@@ -15,7 +15,7 @@ import math
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import constant_bool, constant_ints, reduce, shape_of, static_type, vtensor
 from .torch_ir import elementwise, float_constant, number, producer, tensor_type, to_dtype
 
@@ -64,13 +64,8 @@ def decompose_vector_norm(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(to_dtype(rewriter, norm, described.dtype) if upcast else norm)
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.linalg_vector_norm": decompose_vector_norm})
-
-
-DECOMPOSE_VECTOR_NORM = Pass(
-    name="decompose-vector-norm",
-    summary="linalg_vector_norm -> sum/amax/amin reductions (and sqrt, pow)",
-    level="torch",
-    run=run,
+DECOMPOSE_VECTOR_NORM = pattern_pass(
+    "decompose-vector-norm",
+    "linalg_vector_norm -> sum/amax/amin reductions (and sqrt, pow)",
+    {"torch.aten.linalg_vector_norm": decompose_vector_norm},
 )

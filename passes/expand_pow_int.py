@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import elementwise, none_constant, number, tensor_type
 
 MAX_EXPONENT = 64
@@ -38,13 +38,8 @@ def expand_pow_int(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(result)
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.pow.Tensor_Scalar": expand_pow_int})
-
-
-EXPAND_POW_INT = Pass(
-    name="expand-pow-int",
-    summary="pow(x, n) of integers, 0 <= n <= 64 -> repeated squaring",
-    level="torch",
-    run=run,
+EXPAND_POW_INT = pattern_pass(
+    "expand-pow-int",
+    "pow(x, n) of integers, 0 <= n <= 64 -> repeated squaring",
+    {"torch.aten.pow.Tensor_Scalar": expand_pow_int},
 )

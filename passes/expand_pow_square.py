@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import number
 
 
@@ -20,8 +20,8 @@ def expand_pow_square(power: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create("torch.aten.mul.Tensor", [x, x], power.result.type))
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.pow.Tensor_Scalar": expand_pow_square})
-
-
-EXPAND_POW_SQUARE = Pass(name="expand-pow-square", summary="pow(x, 2) -> x * x", level="torch", run=run)
+EXPAND_POW_SQUARE = pattern_pass(
+    "expand-pow-square",
+    "pow(x, 2) -> x * x",
+    {"torch.aten.pow.Tensor_Scalar": expand_pow_square},
+)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import vtensor
 from .torch_ir import number, splat_literal, tensor_type
 
@@ -25,13 +25,8 @@ def fmod_scalar_to_tensor(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create("torch.aten.fmod.Tensor", [x, literal], op.result.type))
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.fmod.Scalar": fmod_scalar_to_tensor})
-
-
-FMOD_SCALAR_TO_TENSOR = Pass(
-    name="fmod-scalar-to-tensor",
-    summary="fmod(x, scalar) -> fmod(x, 0-d literal tensor), which torch-mlir decomposes",
-    level="torch",
-    run=run,
+FMOD_SCALAR_TO_TENSOR = pattern_pass(
+    "fmod-scalar-to-tensor",
+    "fmod(x, scalar) -> fmod(x, 0-d literal tensor), which torch-mlir decomposes",
+    {"torch.aten.fmod.Scalar": fmod_scalar_to_tensor},
 )

@@ -16,7 +16,7 @@ import math
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import number, same_type, splat
 
 
@@ -43,21 +43,13 @@ def _finite(alpha: float | None) -> bool:
     return alpha is not None and math.isfinite(alpha)
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(
-        module,
-        {
-            "torch.aten.add.Scalar": fold_scalar_zero,
-            "torch.aten.sub.Scalar": fold_scalar_zero,
-            "torch.aten.add.Tensor": fold_tensor_zero,
-            "torch.aten.sub.Tensor": fold_tensor_zero,
-        },
-    )
-
-
-FOLD_ADD_ZERO = Pass(
-    name="fold-add-zero",
-    summary="x + 0 -> x, x - 0 -> x (same shape and dtype only)",
-    level="torch",
-    run=run,
+FOLD_ADD_ZERO = pattern_pass(
+    "fold-add-zero",
+    "x + 0 -> x, x - 0 -> x (same shape and dtype only)",
+    {
+        "torch.aten.add.Scalar": fold_scalar_zero,
+        "torch.aten.sub.Scalar": fold_scalar_zero,
+        "torch.aten.add.Tensor": fold_tensor_zero,
+        "torch.aten.sub.Tensor": fold_tensor_zero,
+    },
 )

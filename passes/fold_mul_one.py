@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import number, same_type, splat
 
 
@@ -29,11 +29,8 @@ def fold_mul_tensor_one(mul: ir.OpView, rewriter: Rewriter) -> None:
             return
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(
-        module,
-        {"torch.aten.mul.Scalar": fold_mul_scalar_one, "torch.aten.mul.Tensor": fold_mul_tensor_one},
-    )
-
-
-FOLD_MUL_ONE = Pass(name="fold-mul-one", summary="x * 1 -> x (same shape and dtype only)", level="torch", run=run)
+FOLD_MUL_ONE = pattern_pass(
+    "fold-mul-one",
+    "x * 1 -> x (same shape and dtype only)",
+    {"torch.aten.mul.Scalar": fold_mul_scalar_one, "torch.aten.mul.Tensor": fold_mul_tensor_one},
+)

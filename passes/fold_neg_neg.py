@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import producer
 
 
@@ -18,8 +18,4 @@ def fold_neg_neg(outer: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(inner.operands[0])
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.neg": fold_neg_neg})
-
-
-FOLD_NEG_NEG = Pass(name="fold-neg-neg", summary="neg(neg(x)) -> x", level="torch", run=run)
+FOLD_NEG_NEG = pattern_pass("fold-neg-neg", "neg(neg(x)) -> x", {"torch.aten.neg": fold_neg_neg})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import producer
 
 
@@ -18,8 +18,8 @@ def fold_relu_relu(outer: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(inner.result)
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.relu": fold_relu_relu})
-
-
-FOLD_RELU_RELU = Pass(name="fold-relu-relu", summary="relu(relu(x)) -> relu(x)", level="torch", run=run)
+FOLD_RELU_RELU = pattern_pass(
+    "fold-relu-relu",
+    "relu(relu(x)) -> relu(x)",
+    {"torch.aten.relu": fold_relu_relu},
+)

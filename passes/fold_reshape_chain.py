@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import int_list, producer, same_type, tensor_type
 
 RESHAPES = (
@@ -43,13 +43,8 @@ def fold_reshape_chain(outer: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create("torch.aten.view", [first_input, shape], outer.result.type))
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, dict.fromkeys(RESHAPES, fold_reshape_chain))
-
-
-FOLD_RESHAPE_CHAIN = Pass(
-    name="fold-reshape-chain",
-    summary="reshape(reshape(x)) -> one view of x, or x when the shapes match",
-    level="torch",
-    run=run,
+FOLD_RESHAPE_CHAIN = pattern_pass(
+    "fold-reshape-chain",
+    "reshape(reshape(x)) -> one view of x, or x when the shapes match",
+    dict.fromkeys(RESHAPES, fold_reshape_chain),
 )

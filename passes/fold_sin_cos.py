@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import number, producer, splat_literal, tensor_type
 
 
@@ -49,13 +49,8 @@ def _same_argument(sine: ir.Value, cosine: ir.Value) -> bool:
     return sin is not None and cos is not None and sin.operands[0] == cos.operands[0]
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.add.Tensor": fold_sin_cos})
-
-
-FOLD_SIN_COS = Pass(
-    name="fold-sin-cos",
-    summary="sin(x)^2 + cos(x)^2 -> a literal tensor of ones",
-    level="torch",
-    run=run,
+FOLD_SIN_COS = pattern_pass(
+    "fold-sin-cos",
+    "sin(x)^2 + cos(x)^2 -> a literal tensor of ones",
+    {"torch.aten.add.Tensor": fold_sin_cos},
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import number, splat_literal, tensor_type
 
 
@@ -21,13 +21,8 @@ def fold_sub_self(sub: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(splat_literal(rewriter, sub.result.type, 0))
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.sub.Tensor": fold_sub_self})
-
-
-FOLD_SUB_SELF = Pass(
-    name="fold-sub-self",
-    summary="x - x -> 0 for integer tensors (floats kept: inf - inf is NaN)",
-    level="torch",
-    run=run,
+FOLD_SUB_SELF = pattern_pass(
+    "fold-sub-self",
+    "x - x -> 0 for integer tensors (floats kept: inf - inf is NaN)",
+    {"torch.aten.sub.Tensor": fold_sub_self},
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import int_list, number, producer, tensor_type
 
 TRANSPOSES = ("torch.aten.permute", "torch.aten.transpose.int")
@@ -53,13 +53,8 @@ def _permutation(op: ir.Operation) -> list[int] | None:
     return dims
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, dict.fromkeys(TRANSPOSES, fold_transpose_chain))
-
-
-FOLD_TRANSPOSE_CHAIN = Pass(
-    name="fold-transpose-chain",
-    summary="transpose(transpose(x)) -> x, or one permute when they do not cancel",
-    level="torch",
-    run=run,
+FOLD_TRANSPOSE_CHAIN = pattern_pass(
+    "fold-transpose-chain",
+    "transpose(transpose(x)) -> x, or one permute when they do not cancel",
+    dict.fromkeys(TRANSPOSES, fold_transpose_chain),
 )

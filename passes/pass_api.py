@@ -1,14 +1,14 @@
 """The one place kiln touches MLIR's pass-manager and rewrite APIs.
 
 Those Python bindings have changed shape between releases; everything else in kiln talks to
-`Pass`, `PassRun`, `Rewriter`, `run_pass`, `apply_patterns` and `parse_module`, so an upgrade
-touches this file alone.
+`Pass`, `pattern_pass`, `PassRun`, `Rewriter`, `run_pass`, `apply_patterns` and `parse_module`, so
+an upgrade touches this file alone.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -195,7 +195,21 @@ def _unused_value_op(op: ir.Operation, dead: list[ir.Operation]) -> bool:
 Pattern = Callable[[Any, Rewriter], None]  # (the matched op, a Rewriter): rewrites it, or returns
 
 
-def apply_patterns(op: ir.Operation, patterns: dict[str, Pattern]) -> None:
+def pattern_pass(
+    name: str, summary: str, patterns: Mapping[str, Pattern], *, level: Level = "torch", hint: str | None = None
+) -> Pass:
+    """A pass whose whole work is applying `patterns` (op name -> pattern function) greedily.
+
+    Most of kiln's passes are one: their file holds the pattern functions and this one call.
+    """
+
+    def run(module: ir.Operation, pass_run: PassRun) -> None:
+        apply_patterns(module, patterns)
+
+    return Pass(name=name, summary=summary, level=level, run=run, hint=hint)
+
+
+def apply_patterns(op: ir.Operation, patterns: Mapping[str, Pattern]) -> None:
     """Apply rewrite patterns (op name -> function(op, rewriter)) greedily until a fixpoint.
 
     A pattern function rewrites the op through the Rewriter, or returns without a rewrite when

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import tensor_type, to_dtype
 
 
@@ -22,13 +22,8 @@ def promote_int_clamp(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create(op.name, [converted, *bounds], op.result.type))
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.clamp": promote_int_clamp, "torch.aten.clamp.Tensor": promote_int_clamp})
-
-
-PROMOTE_INT_CLAMP = Pass(
-    name="promote-int-clamp",
-    summary="clamp(int x, float bounds) -> clamp(x.to(float), bounds), PyTorch's promotion",
-    level="torch",
-    run=run,
+PROMOTE_INT_CLAMP = pattern_pass(
+    "promote-int-clamp",
+    "clamp(int x, float bounds) -> clamp(x.to(float), bounds), PyTorch's promotion",
+    {"torch.aten.clamp": promote_int_clamp, "torch.aten.clamp.Tensor": promote_int_clamp},
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import float_constant, producer, tensor_type
 
 # Ops whose float scalars join the arithmetic of their f32 tensor operand, in f32.
@@ -47,13 +47,8 @@ def round_float_scalars(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create(op.name, operands, op.result.type))
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, dict.fromkeys(SCALAR_OPS, round_float_scalars))
-
-
-ROUND_FLOAT_SCALARS = Pass(
-    name="round-float-scalars",
-    summary="float scalars of f32 ops rounded to f32 (to nearest, as PyTorch; IREE truncates f64)",
-    level="torch",
-    run=run,
+ROUND_FLOAT_SCALARS = pattern_pass(
+    "round-float-scalars",
+    "float scalars of f32 ops rounded to f32 (to nearest, as PyTorch; IREE truncates f64)",
+    dict.fromkeys(SCALAR_OPS, round_float_scalars),
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import constant_bool, constant_ints, slice_
 from .torch_ir import int_list, tensor_type
 
@@ -47,13 +47,8 @@ def slice_strided_pointwise_conv(conv: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create("torch.aten.convolution", operands, conv.result.type))
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.convolution": slice_strided_pointwise_conv})
-
-
-SLICE_STRIDED_POINTWISE_CONV = Pass(
-    name="slice-strided-pointwise-conv",
-    summary="strided 1x1 convolution -> strided slice, then a stride-1 1x1 convolution",
-    level="torch",
-    run=run,
+SLICE_STRIDED_POINTWISE_CONV = pattern_pass(
+    "slice-strided-pointwise-conv",
+    "strided 1x1 convolution -> strided slice, then a stride-1 1x1 convolution",
+    {"torch.aten.convolution": slice_strided_pointwise_conv},
 )

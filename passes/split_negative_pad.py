@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import constant_ints, dtype_of, shape_of, slice_, static_type, vtensor
 from .torch_ir import int_list
 
@@ -37,13 +37,8 @@ def split_negative_pad(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(cropped)
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.constant_pad_nd": split_negative_pad})
-
-
-SPLIT_NEGATIVE_PAD = Pass(
-    name="split-negative-pad",
-    summary="constant_pad_nd with negative pads -> slice (the crop), then pad by the rest",
-    level="torch",
-    run=run,
+SPLIT_NEGATIVE_PAD = pattern_pass(
+    "split-negative-pad",
+    "constant_pad_nd with negative pads -> slice (the crop), then pad by the rest",
+    {"torch.aten.constant_pad_nd": split_negative_pad},
 )
