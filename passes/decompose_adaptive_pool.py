@@ -38,7 +38,7 @@ def decompose_adaptive_avg_pool3d(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create("torch.aten.avg_pool3d", operands, op.result.type))
 
 
-DECOMPOSE_ADAPTIVE_POOL = pattern_pass(
+PASS = pattern_pass(
     "decompose-adaptive-pool",
     "_adaptive_avg_pool3d with output dividing input -> avg_pool3d (kernel = stride = in / out)",
     {"torch.aten._adaptive_avg_pool3d": decompose_adaptive_avg_pool3d},

@@ -60,7 +60,7 @@ def decompose_diagonal_scatter(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(permute(rewriter, view(rewriter, scattered, shape_of(moved)), inverse))
 
 
-DECOMPOSE_DIAGONAL = pattern_pass(
+PASS = pattern_pass(
     "decompose-diagonal",
     "diagonal / diagonal_scatter -> a strided slice / slice_scatter of a flattened view",
     {"torch.aten.diagonal": decompose_diagonal, "torch.aten.diagonal_scatter": decompose_diagonal_scatter},

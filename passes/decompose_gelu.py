@@ -47,7 +47,7 @@ def decompose_gelu(gelu: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(to_dtype(rewriter, result, described.dtype) if upcast else result)
 
 
-DECOMPOSE_GELU = pattern_pass(
+PASS = pattern_pass(
     "decompose-gelu",
     "gelu(x) -> x * 0.5 * (1 + erf(x / sqrt(2))), or its tanh form",
     {"torch.aten.gelu": decompose_gelu},

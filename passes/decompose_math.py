@@ -136,7 +136,7 @@ def decompose_isclose(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(close)
 
 
-DECOMPOSE_MATH = pattern_pass(
+PASS = pattern_pass(
     "decompose-math",
     "asinh, acosh, atanh, isfinite, isclose, log10 -> log1p, sqrt, comparisons, ...",
     {

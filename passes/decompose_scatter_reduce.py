@@ -53,7 +53,7 @@ def decompose_scatter_add_mode(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create("torch.aten.scatter_add", [x, dim, index, src], x.type))
 
 
-DECOMPOSE_SCATTER_REDUCE = pattern_pass(
+PASS = pattern_pass(
     "decompose-scatter-reduce",
     "scatter_reduce sum/mean and scatter(reduce='add') -> scatter_add (and a division)",
     {"torch.aten.scatter_reduce.two": decompose_scatter_reduce, "torch.aten.scatter.reduce": decompose_scatter_add_mode},

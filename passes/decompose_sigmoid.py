@@ -30,7 +30,7 @@ def decompose_sigmoid(sigmoid: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(y if compute_type == result.dtype else to_dtype(rewriter, y, result.dtype))
 
 
-DECOMPOSE_SIGMOID = pattern_pass(
+PASS = pattern_pass(
     "decompose-sigmoid",
     "sigmoid(x) -> reciprocal(1 + exp(-x))",
     {"torch.aten.sigmoid": decompose_sigmoid},

@@ -43,7 +43,7 @@ def decompose_slice_scatter(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(scattered)
 
 
-DECOMPOSE_SLICE_SCATTER = pattern_pass(
+PASS = pattern_pass(
     "decompose-slice-scatter",
     "slice_scatter -> a cat of slices (step 1) or a scatter at literal indices",
     {"torch.aten.slice_scatter": decompose_slice_scatter},

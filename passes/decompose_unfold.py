@@ -37,7 +37,7 @@ def decompose_unfold(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(permute(rewriter, split, order))
 
 
-DECOMPOSE_UNFOLD = pattern_pass(
+PASS = pattern_pass(
     "decompose-unfold",
     "unfold(dim, size, step) -> index_select of every window's elements, view, permute",
     {"torch.aten.unfold": decompose_unfold},

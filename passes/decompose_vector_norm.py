@@ -64,7 +64,7 @@ def decompose_vector_norm(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(to_dtype(rewriter, norm, described.dtype) if upcast else norm)
 
 
-DECOMPOSE_VECTOR_NORM = pattern_pass(
+PASS = pattern_pass(
     "decompose-vector-norm",
     "linalg_vector_norm -> sum/amax/amin reductions (and sqrt, pow)",
     {"torch.aten.linalg_vector_norm": decompose_vector_norm},

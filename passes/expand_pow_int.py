@@ -38,7 +38,7 @@ def expand_pow_int(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(result)
 
 
-EXPAND_POW_INT = pattern_pass(
+PASS = pattern_pass(
     "expand-pow-int",
     "pow(x, n) of integers, 0 <= n <= 64 -> repeated squaring",
     {"torch.aten.pow.Tensor_Scalar": expand_pow_int},

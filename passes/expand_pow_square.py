@@ -20,7 +20,7 @@ def expand_pow_square(power: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create("torch.aten.mul.Tensor", [x, x], power.result.type))
 
 
-EXPAND_POW_SQUARE = pattern_pass(
+PASS = pattern_pass(
     "expand-pow-square",
     "pow(x, 2) -> x * x",
     {"torch.aten.pow.Tensor_Scalar": expand_pow_square},

@@ -25,7 +25,7 @@ def fmod_scalar_to_tensor(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create("torch.aten.fmod.Tensor", [x, literal], op.result.type))
 
 
-FMOD_SCALAR_TO_TENSOR = pattern_pass(
+PASS = pattern_pass(
     "fmod-scalar-to-tensor",
     "fmod(x, scalar) -> fmod(x, 0-d literal tensor), which torch-mlir decomposes",
     {"torch.aten.fmod.Scalar": fmod_scalar_to_tensor},

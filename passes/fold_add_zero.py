@@ -43,7 +43,7 @@ def _finite(alpha: float | None) -> bool:
     return alpha is not None and math.isfinite(alpha)
 
 
-FOLD_ADD_ZERO = pattern_pass(
+PASS = pattern_pass(
     "fold-add-zero",
     "x + 0 -> x, x - 0 -> x (same shape and dtype only)",
     {

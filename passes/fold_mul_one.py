@@ -29,7 +29,7 @@ def fold_mul_tensor_one(mul: ir.OpView, rewriter: Rewriter) -> None:
             return
 
 
-FOLD_MUL_ONE = pattern_pass(
+PASS = pattern_pass(
     "fold-mul-one",
     "x * 1 -> x (same shape and dtype only)",
     {"torch.aten.mul.Scalar": fold_mul_scalar_one, "torch.aten.mul.Tensor": fold_mul_tensor_one},

@@ -18,4 +18,4 @@ def fold_neg_neg(outer: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(inner.operands[0])
 
 
-FOLD_NEG_NEG = pattern_pass("fold-neg-neg", "neg(neg(x)) -> x", {"torch.aten.neg": fold_neg_neg})
+PASS = pattern_pass("fold-neg-neg", "neg(neg(x)) -> x", {"torch.aten.neg": fold_neg_neg})

@@ -18,8 +18,4 @@ def fold_relu_relu(outer: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(inner.result)
 
 
-FOLD_RELU_RELU = pattern_pass(
-    "fold-relu-relu",
-    "relu(relu(x)) -> relu(x)",
-    {"torch.aten.relu": fold_relu_relu},
-)
+PASS = pattern_pass("fold-relu-relu", "relu(relu(x)) -> relu(x)", {"torch.aten.relu": fold_relu_relu})

@@ -43,7 +43,7 @@ def fold_reshape_chain(outer: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create("torch.aten.view", [first_input, shape], outer.result.type))
 
 
-FOLD_RESHAPE_CHAIN = pattern_pass(
+PASS = pattern_pass(
     "fold-reshape-chain",
     "reshape(reshape(x)) -> one view of x, or x when the shapes match",
     dict.fromkeys(RESHAPES, fold_reshape_chain),

@@ -49,7 +49,7 @@ def _same_argument(sine: ir.Value, cosine: ir.Value) -> bool:
     return sin is not None and cos is not None and sin.operands[0] == cos.operands[0]
 
 
-FOLD_SIN_COS = pattern_pass(
+PASS = pattern_pass(
     "fold-sin-cos",
     "sin(x)^2 + cos(x)^2 -> a literal tensor of ones",
     {"torch.aten.add.Tensor": fold_sin_cos},

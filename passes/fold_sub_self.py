@@ -21,7 +21,7 @@ def fold_sub_self(sub: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(splat_literal(rewriter, sub.result.type, 0))
 
 
-FOLD_SUB_SELF = pattern_pass(
+PASS = pattern_pass(
     "fold-sub-self",
     "x - x -> 0 for integer tensors (floats kept: inf - inf is NaN)",
     {"torch.aten.sub.Tensor": fold_sub_self},

@@ -53,7 +53,7 @@ def _permutation(op: ir.Operation) -> list[int] | None:
     return dims
 
 
-FOLD_TRANSPOSE_CHAIN = pattern_pass(
+PASS = pattern_pass(
     "fold-transpose-chain",
     "transpose(transpose(x)) -> x, or one permute when they do not cancel",
     dict.fromkeys(TRANSPOSES, fold_transpose_chain),

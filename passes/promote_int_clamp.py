@@ -22,7 +22,7 @@ def promote_int_clamp(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create(op.name, [converted, *bounds], op.result.type))
 
 
-PROMOTE_INT_CLAMP = pattern_pass(
+PASS = pattern_pass(
     "promote-int-clamp",
     "clamp(int x, float bounds) -> clamp(x.to(float), bounds), PyTorch's promotion",
     {"torch.aten.clamp": promote_int_clamp, "torch.aten.clamp.Tensor": promote_int_clamp},

@@ -47,7 +47,7 @@ def round_float_scalars(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create(op.name, operands, op.result.type))
 
 
-ROUND_FLOAT_SCALARS = pattern_pass(
+PASS = pattern_pass(
     "round-float-scalars",
     "float scalars of f32 ops rounded to f32 (to nearest, as PyTorch; IREE truncates f64)",
     dict.fromkeys(SCALAR_OPS, round_float_scalars),

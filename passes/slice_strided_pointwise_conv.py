@@ -47,7 +47,7 @@ def slice_strided_pointwise_conv(conv: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(rewriter.create("torch.aten.convolution", operands, conv.result.type))
 
 
-SLICE_STRIDED_POINTWISE_CONV = pattern_pass(
+PASS = pattern_pass(
     "slice-strided-pointwise-conv",
     "strided 1x1 convolution -> strided slice, then a stride-1 1x1 convolution",
     {"torch.aten.convolution": slice_strided_pointwise_conv},

@@ -37,7 +37,7 @@ def split_negative_pad(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(cropped)
 
 
-SPLIT_NEGATIVE_PAD = pattern_pass(
+PASS = pattern_pass(
     "split-negative-pad",
     "constant_pad_nd with negative pads -> slice (the crop), then pad by the rest",
     {"torch.aten.constant_pad_nd": split_negative_pad},
