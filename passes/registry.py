@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 
 STAGE = "pipeline"  # the stage that errors about passes and pipelines name
 
-# This package's modules that are not passes: the pass API, IR helpers, and the registry and pipelines.
-NOT_PASSES = frozenset({"pass_api", "torch_ir", "torch_build", "primitives", "fusion_report", "upstream", "registry", "pipelines"})
+# This package's modules that are not passes: the pass API, IR helpers, upstream's passes, and these.
+NOT_PASSES = frozenset(
+    {"pass_api", "torch_ir", "torch_build", "primitives", "fusion_report", "upstream", "registry", "pipelines"}
+)
 
 
 class _Registry(Mapping[str, "Pass"]):
