@@ -34,7 +34,7 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
     pass_run.fail(first[name], f"'{name}' op is outside kiln's primitive set; ops outside it: {listing}")
 
 
-CHECK_PRIMITIVES = Pass(
+PASS = Pass(
     name="check-primitives",
     summary="fail, naming every op outside kiln's primitive set (passes/primitives.py)",
     level="torch",

@@ -69,7 +69,7 @@ def _static(type_: ir.Type) -> bool:
     return described is None or described.static
 
 
-CHECK_STATIC_SHAPES = Pass(
+PASS = Pass(
     name="check-static-shapes",
     summary="fail, naming the op, where a tensor's size depends on values (x[mask], nonzero, ...)",
     level="torch",

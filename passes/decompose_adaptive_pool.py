@@ -12,19 +12,19 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import constant_ints, shape_of, static_type
 from .torch_ir import bool_constant, int_list, none_constant
 
 
-def decompose_adaptive_avg_pool3d(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def decompose_adaptive_avg_pool3d(op: ir.OpView, rewriter: Rewriter) -> None:
     x, output_value = op.operands
     outputs = constant_ints(output_value)
     if static_type(x) is None or outputs is None or len(outputs) != 3:
-        return NO_MATCH
+        return
     inputs = shape_of(x)[-3:]
     if any(output < 1 or size % output for size, output in zip(inputs, outputs, strict=True)):
-        return NO_MATCH
+        return
     window = [size // output for size, output in zip(inputs, outputs, strict=True)]
     operands = [
         x,
@@ -36,16 +36,10 @@ def decompose_adaptive_avg_pool3d(op: ir.OpView, rewriter: Rewriter) -> bool | N
         none_constant(rewriter),  # divisor_override
     ]
     rewriter.replace(rewriter.create("torch.aten.avg_pool3d", operands, op.result.type))
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten._adaptive_avg_pool3d": decompose_adaptive_avg_pool3d})
-
-
-DECOMPOSE_ADAPTIVE_POOL = Pass(
-    name="decompose-adaptive-pool",
-    summary="_adaptive_avg_pool3d with output dividing input -> avg_pool3d (kernel = stride = in / out)",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "decompose-adaptive-pool",
+    "_adaptive_avg_pool3d with output dividing input -> avg_pool3d (kernel = stride = in / out)",
+    {"torch.aten._adaptive_avg_pool3d": decompose_adaptive_avg_pool3d},
 )

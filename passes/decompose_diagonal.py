@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import permute, shape_of, slice_, static_type, view
 from .torch_ir import int_constant, number
 
@@ -36,22 +36,21 @@ def _layout(x: ir.Value, offset_value: ir.Value, dim1_value: ir.Value, dim2_valu
     return order, flat, start, start + (length - 1) * step + 1, step
 
 
-def decompose_diagonal(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def decompose_diagonal(op: ir.OpView, rewriter: Rewriter) -> None:
     x, offset, dim1, dim2 = op.operands
     layout = _layout(x, offset, dim1, dim2)
     if layout is None:
-        return NO_MATCH
+        return
     order, flat_shape, start, end, step = layout
     flat = view(rewriter, permute(rewriter, x, order), flat_shape)
     rewriter.replace(slice_(rewriter, flat, len(flat_shape) - 1, start, end, step))
-    return None
 
 
-def decompose_diagonal_scatter(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def decompose_diagonal_scatter(op: ir.OpView, rewriter: Rewriter) -> None:
     x, src, offset, dim1, dim2 = op.operands
     layout = _layout(x, offset, dim1, dim2)
     if layout is None:
-        return NO_MATCH
+        return
     order, flat_shape, start, end, step = layout
     moved = permute(rewriter, x, order)
     flat = view(rewriter, moved, flat_shape)
@@ -59,19 +58,10 @@ def decompose_diagonal_scatter(op: ir.OpView, rewriter: Rewriter) -> bool | None
     scattered = rewriter.create("torch.aten.slice_scatter", [flat, src, *bounds], flat.type)
     inverse = sorted(range(len(order)), key=order.__getitem__)
     rewriter.replace(permute(rewriter, view(rewriter, scattered, shape_of(moved)), inverse))
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(
-        module,
-        {"torch.aten.diagonal": decompose_diagonal, "torch.aten.diagonal_scatter": decompose_diagonal_scatter},
-    )
-
-
-DECOMPOSE_DIAGONAL = Pass(
-    name="decompose-diagonal",
-    summary="diagonal / diagonal_scatter -> a strided slice / slice_scatter of a flattened view",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "decompose-diagonal",
+    "diagonal / diagonal_scatter -> a strided slice / slice_scatter of a flattened view",
+    {"torch.aten.diagonal": decompose_diagonal, "torch.aten.diagonal_scatter": decompose_diagonal_scatter},
 )

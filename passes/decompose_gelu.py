@@ -14,18 +14,18 @@ import math
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import elementwise, float_constant, int_constant, string, tensor_type, to_dtype
 
 HALF_TYPES = ("f16", "bf16")
 
 
-def decompose_gelu(gelu: ir.OpView, rewriter: Rewriter) -> bool | None:
+def decompose_gelu(gelu: ir.OpView, rewriter: Rewriter) -> None:
     x, approximate = gelu.operands
     described = tensor_type(x.type)
     mode = string(approximate)
     if described is None or not described.is_float or mode not in ("none", "tanh"):
-        return NO_MATCH
+        return
     upcast = described.dtype in HALF_TYPES
     x_compute = to_dtype(rewriter, x, "f32") if upcast else x
 
@@ -45,16 +45,10 @@ def decompose_gelu(gelu: ir.OpView, rewriter: Rewriter) -> bool | None:
         gate = elementwise(rewriter, "torch.aten.tanh", scale(inner, math.sqrt(2 / math.pi)))
     result = elementwise(rewriter, "torch.aten.mul.Tensor", scale(x_compute, 0.5), plus_one(gate))
     rewriter.replace(to_dtype(rewriter, result, described.dtype) if upcast else result)
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.gelu": decompose_gelu})
-
-
-DECOMPOSE_GELU = Pass(
-    name="decompose-gelu",
-    summary="gelu(x) -> x * 0.5 * (1 + erf(x / sqrt(2))), or its tanh form",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "decompose-gelu",
+    "gelu(x) -> x * 0.5 * (1 + erf(x / sqrt(2))), or its tanh form",
+    {"torch.aten.gelu": decompose_gelu},
 )

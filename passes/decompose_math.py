@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import constant_bool
 from .torch_ir import elementwise, float_constant, int_constant, number, tensor_type, to_dtype, vtensor
 
@@ -75,17 +75,16 @@ FLOAT_FORMULAS: dict[str, Formula] = {
 }
 
 
-def decompose_float_function(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def decompose_float_function(op: ir.OpView, rewriter: Rewriter) -> None:
     """One of FLOAT_FORMULAS, computed in the result's float dtype (f32 for f16 and bf16; an
     integer x is converted first, as PyTorch promotes it)."""
     x = op.operands[0]
     source, result = tensor_type(x.type), tensor_type(op.result.type)
     if source is None or result is None or not result.is_float or source.dtype not in (result.dtype, *_INTEGERS):
-        return NO_MATCH
+        return
     compute = "f32" if result.dtype in HALF_TYPES else result.dtype
     value = FLOAT_FORMULAS[op.name](rewriter, x if source.dtype == compute else to_dtype(rewriter, x, compute))
     rewriter.replace(value if compute == result.dtype else to_dtype(rewriter, value, result.dtype))
-    return None
 
 
 _INTEGERS = ("i1", "ui8", "si8", "si16", "si32", "si64")
@@ -98,27 +97,26 @@ def _predicate(rewriter: Rewriter, op_name: str, operands: list[ir.Value], like:
     return rewriter.create(op_name, operands, vtensor(described.shape, "i1"))
 
 
-def decompose_isfinite(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def decompose_isfinite(op: ir.OpView, rewriter: Rewriter) -> None:
     x = op.operands[0]
     described = tensor_type(x.type)
     if described is None:
-        return NO_MATCH
+        return
     if not described.is_float:  # integers and bools are always finite
         rewriter.replace(_predicate(rewriter, "torch.aten.eq.Tensor", [x, x], x))
-        return None
+        return
     magnitude = elementwise(rewriter, "torch.aten.abs", x)
     rewriter.replace(_predicate(rewriter, "torch.aten.lt.Scalar", [magnitude, float_constant(rewriter, math.inf)], x))
-    return None
 
 
-def decompose_isclose(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def decompose_isclose(op: ir.OpView, rewriter: Rewriter) -> None:
     a, b, rtol_value, atol_value, equal_nan_value = op.operands
     described = tensor_type(a.type)
     rtol, atol, equal_nan = number(rtol_value), number(atol_value), constant_bool(equal_nan_value)
     if described is None or not described.is_float or str(a.type) != str(b.type):
-        return NO_MATCH
+        return
     if rtol is None or atol is None or equal_nan is None:
-        return NO_MATCH
+        return
 
     def either(p: ir.Value, q: ir.Value) -> ir.Value:
         return _predicate(rewriter, "torch.aten.logical_or", [p, q], a)
@@ -136,17 +134,14 @@ def decompose_isclose(op: ir.OpView, rewriter: Rewriter) -> bool | None:
         within = _predicate(rewriter, "torch.aten.le.Tensor", [actual, allowed], a)
         close = either(close, both(finite, within))
     rewriter.replace(close)
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    patterns = {name: decompose_float_function for name in FLOAT_FORMULAS}
-    apply_patterns(module, {**patterns, "torch.aten.isfinite": decompose_isfinite, "torch.aten.isclose": decompose_isclose})
-
-
-DECOMPOSE_MATH = Pass(
-    name="decompose-math",
-    summary="asinh, acosh, atanh, isfinite, isclose, log10 -> log1p, sqrt, comparisons, ...",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "decompose-math",
+    "asinh, acosh, atanh, isfinite, isclose, log10 -> log1p, sqrt, comparisons, ...",
+    {
+        **dict.fromkeys(FLOAT_FORMULAS, decompose_float_function),
+        "torch.aten.isfinite": decompose_isfinite,
+        "torch.aten.isclose": decompose_isclose,
+    },
 )

@@ -138,7 +138,7 @@ def _positions(
     return gather_at, original_at
 
 
-DECOMPOSE_POOL_INDICES = Pass(
+PASS = Pass(
     name="decompose-pool-indices",
     summary="max_pool2d/3d_with_indices whose indices are read -> max_pool (values), argmax over gathered windows (indices)",
     level="torch",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import constant_bool, static_type
 from .torch_ir import float_constant, none_constant, splat_literal, string, tensor_type
 
@@ -25,15 +25,15 @@ def _filled(rewriter: Rewriter, like: ir.Value, value: float) -> ir.Value:
     return splat_literal(rewriter, like.type, value)
 
 
-def decompose_scatter_reduce(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def decompose_scatter_reduce(op: ir.OpView, rewriter: Rewriter) -> None:
     x, dim, index, src, reduce, include_self_value = op.operands
     mode, include_self, described = string(reduce), constant_bool(include_self_value), tensor_type(x.type)
     if described is None or include_self is None or mode not in ("sum", "mean") or str(x.type) != str(op.result.type):
-        return NO_MATCH
+        return
     if not described.static or static_type(src) is None:
-        return NO_MATCH
+        return
     if mode == "mean" and not described.is_float:
-        return NO_MATCH
+        return
     base = x
     if not include_self:
         base = rewriter.create("torch.aten.scatter.src", [x, dim, index, _filled(rewriter, src, 0)], x.type)
@@ -44,27 +44,17 @@ def decompose_scatter_reduce(op: ir.OpView, rewriter: Rewriter) -> bool | None:
         at_least_one = rewriter.create("torch.aten.clamp", [count, float_constant(rewriter, 1.0), none_constant(rewriter)], x.type)
         total = rewriter.create("torch.aten.div.Tensor", [total, at_least_one], x.type)
     rewriter.replace(total)
-    return None
 
 
-def decompose_scatter_add_mode(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def decompose_scatter_add_mode(op: ir.OpView, rewriter: Rewriter) -> None:
     x, dim, index, src, reduce = op.operands
     if string(reduce) != "add" or str(x.type) != str(op.result.type):
-        return NO_MATCH
+        return
     rewriter.replace(rewriter.create("torch.aten.scatter_add", [x, dim, index, src], x.type))
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(
-        module,
-        {"torch.aten.scatter_reduce.two": decompose_scatter_reduce, "torch.aten.scatter.reduce": decompose_scatter_add_mode},
-    )
-
-
-DECOMPOSE_SCATTER_REDUCE = Pass(
-    name="decompose-scatter-reduce",
-    summary="scatter_reduce sum/mean and scatter(reduce='add') -> scatter_add (and a division)",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "decompose-scatter-reduce",
+    "scatter_reduce sum/mean and scatter(reduce='add') -> scatter_add (and a division)",
+    {"torch.aten.scatter_reduce.two": decompose_scatter_reduce, "torch.aten.scatter.reduce": decompose_scatter_add_mode},
 )

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import elementwise, float_constant, int_constant, tensor_type, to_dtype
 
 HALF_TYPES = ("f16", "bf16")
 
 
-def decompose_sigmoid(sigmoid: ir.OpView, rewriter: Rewriter) -> bool | None:
+def decompose_sigmoid(sigmoid: ir.OpView, rewriter: Rewriter) -> None:
     x = sigmoid.operands[0]
     source, result = tensor_type(x.type), tensor_type(sigmoid.result.type)
     if source is None or result is None or not result.is_float:
-        return NO_MATCH
+        return
     compute_type = "f32" if result.dtype in HALF_TYPES else result.dtype  # an int x is converted too
     x_compute = x if source.dtype == compute_type else to_dtype(rewriter, x, compute_type)
     exp = elementwise(rewriter, "torch.aten.exp", elementwise(rewriter, "torch.aten.neg", x_compute))
@@ -28,16 +28,10 @@ def decompose_sigmoid(sigmoid: ir.OpView, rewriter: Rewriter) -> bool | None:
     denominator = elementwise(rewriter, "torch.aten.add.Scalar", exp, one, int_constant(rewriter, 1))
     y = elementwise(rewriter, "torch.aten.reciprocal", denominator)
     rewriter.replace(y if compute_type == result.dtype else to_dtype(rewriter, y, result.dtype))
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.sigmoid": decompose_sigmoid})
-
-
-DECOMPOSE_SIGMOID = Pass(
-    name="decompose-sigmoid",
-    summary="sigmoid(x) -> reciprocal(1 + exp(-x))",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "decompose-sigmoid",
+    "sigmoid(x) -> reciprocal(1 + exp(-x))",
+    {"torch.aten.sigmoid": decompose_sigmoid},
 )

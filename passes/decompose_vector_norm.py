@@ -15,14 +15,14 @@ import math
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import constant_bool, constant_ints, reduce, shape_of, static_type, vtensor
 from .torch_ir import elementwise, float_constant, number, producer, tensor_type, to_dtype
 
 HALF_TYPES = ("f16", "bf16")
 
 
-def decompose_vector_norm(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def decompose_vector_norm(op: ir.OpView, rewriter: Rewriter) -> None:
     x, ord_value, dim_value, keepdim_value, dtype_value = op.operands
     described, result = static_type(x), tensor_type(op.result.type)
     order, keepdim = number(ord_value), constant_bool(keepdim_value)
@@ -37,7 +37,7 @@ def decompose_vector_norm(op: ir.OpView, rewriter: Rewriter) -> bool | None:
         or not dims
         or producer(dtype_value, "torch.constant.none") is None
     ):
-        return NO_MATCH
+        return
     dims = sorted(dim % len(described.shape) for dim in dims)
     upcast = described.dtype in HALF_TYPES
     value = to_dtype(rewriter, x, "f32") if upcast else x
@@ -62,16 +62,10 @@ def decompose_vector_norm(op: ir.OpView, rewriter: Rewriter) -> bool | None:
         powered = elementwise(rewriter, "torch.aten.pow.Tensor_Scalar", magnitude(), float_constant(rewriter, float(order)))
         norm = elementwise(rewriter, "torch.aten.pow.Tensor_Scalar", sum_of(powered), float_constant(rewriter, 1.0 / order))
     rewriter.replace(to_dtype(rewriter, norm, described.dtype) if upcast else norm)
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.linalg_vector_norm": decompose_vector_norm})
-
-
-DECOMPOSE_VECTOR_NORM = Pass(
-    name="decompose-vector-norm",
-    summary="linalg_vector_norm -> sum/amax/amin reductions (and sqrt, pow)",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "decompose-vector-norm",
+    "linalg_vector_norm -> sum/amax/amin reductions (and sqrt, pow)",
+    {"torch.aten.linalg_vector_norm": decompose_vector_norm},
 )

@@ -9,23 +9,23 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import elementwise, none_constant, number, tensor_type
 
 MAX_EXPONENT = 64
 
 
-def expand_pow_int(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def expand_pow_int(op: ir.OpView, rewriter: Rewriter) -> None:
     x, exponent_value = op.operands
     described, exponent = tensor_type(x.type), number(exponent_value)
     if described is None or not described.is_integer or str(x.type) != str(op.result.type):
-        return NO_MATCH
+        return
     if not isinstance(exponent, int) or not 0 <= exponent <= MAX_EXPONENT:
-        return NO_MATCH
+        return
     if exponent == 0:
         nones = [none_constant(rewriter) for _ in range(5)]  # dtype, layout, device, pin_memory, memory_format
         rewriter.replace(rewriter.create("torch.aten.ones_like", [x, *nones], x.type))
-        return None
+        return
     result: ir.Value | None = None
     square = x
     while exponent:
@@ -36,16 +36,10 @@ def expand_pow_int(op: ir.OpView, rewriter: Rewriter) -> bool | None:
             square = elementwise(rewriter, "torch.aten.mul.Tensor", square, square)
     assert result is not None
     rewriter.replace(result)
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.pow.Tensor_Scalar": expand_pow_int})
-
-
-EXPAND_POW_INT = Pass(
-    name="expand-pow-int",
-    summary="pow(x, n) of integers, 0 <= n <= 64 -> repeated squaring",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "expand-pow-int",
+    "pow(x, n) of integers, 0 <= n <= 64 -> repeated squaring",
+    {"torch.aten.pow.Tensor_Scalar": expand_pow_int},
 )

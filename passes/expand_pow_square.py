@@ -9,20 +9,19 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import number
 
 
-def expand_pow_square(power: ir.OpView, rewriter: Rewriter) -> bool | None:
+def expand_pow_square(power: ir.OpView, rewriter: Rewriter) -> None:
     x, exponent = power.operands
     if number(exponent) != 2 or x.type != power.result.type:  # a scalar exponent: no broadcast
-        return NO_MATCH
+        return
     rewriter.replace(rewriter.create("torch.aten.mul.Tensor", [x, x], power.result.type))
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.pow.Tensor_Scalar": expand_pow_square})
-
-
-EXPAND_POW_SQUARE = Pass(name="expand-pow-square", summary="pow(x, 2) -> x * x", level="torch", run=run)
+PASS = pattern_pass(
+    "expand-pow-square",
+    "pow(x, 2) -> x * x",
+    {"torch.aten.pow.Tensor_Scalar": expand_pow_square},
+)

@@ -11,28 +11,22 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import vtensor
 from .torch_ir import number, splat_literal, tensor_type
 
 
-def fmod_scalar_to_tensor(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fmod_scalar_to_tensor(op: ir.OpView, rewriter: Rewriter) -> None:
     x, scalar = op.operands
     described, divisor = tensor_type(x.type), number(scalar)
     if described is None or not described.is_float or divisor is None or str(x.type) != str(op.result.type):
-        return NO_MATCH
+        return
     literal = splat_literal(rewriter, vtensor([], described.dtype), float(divisor))
     rewriter.replace(rewriter.create("torch.aten.fmod.Tensor", [x, literal], op.result.type))
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.fmod.Scalar": fmod_scalar_to_tensor})
-
-
-FMOD_SCALAR_TO_TENSOR = Pass(
-    name="fmod-scalar-to-tensor",
-    summary="fmod(x, scalar) -> fmod(x, 0-d literal tensor), which torch-mlir decomposes",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "fmod-scalar-to-tensor",
+    "fmod(x, scalar) -> fmod(x, 0-d literal tensor), which torch-mlir decomposes",
+    {"torch.aten.fmod.Scalar": fmod_scalar_to_tensor},
 )

@@ -16,29 +16,26 @@ import math
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import number, same_type, splat
 
 
-def fold_scalar_zero(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_scalar_zero(op: ir.OpView, rewriter: Rewriter) -> None:
     x, scalar, alpha = op.operands
     if number(scalar) != 0 or not _finite(number(alpha)) or not same_type(x, op.result):
-        return NO_MATCH
+        return
     rewriter.replace(x)
-    return None
 
 
-def fold_tensor_zero(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_tensor_zero(op: ir.OpView, rewriter: Rewriter) -> None:
     lhs, rhs, alpha = op.operands
     if not _finite(number(alpha)):
-        return NO_MATCH
+        return
     if splat(rhs) == 0 and same_type(lhs, op.result):
         rewriter.replace(lhs)
-        return None
+        return
     if op.name == "torch.aten.add.Tensor" and number(alpha) == 1 and splat(lhs) == 0 and same_type(rhs, op.result):
         rewriter.replace(rhs)
-        return None
-    return NO_MATCH
 
 
 def _finite(alpha: float | None) -> bool:
@@ -46,21 +43,13 @@ def _finite(alpha: float | None) -> bool:
     return alpha is not None and math.isfinite(alpha)
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(
-        module,
-        {
-            "torch.aten.add.Scalar": fold_scalar_zero,
-            "torch.aten.sub.Scalar": fold_scalar_zero,
-            "torch.aten.add.Tensor": fold_tensor_zero,
-            "torch.aten.sub.Tensor": fold_tensor_zero,
-        },
-    )
-
-
-FOLD_ADD_ZERO = Pass(
-    name="fold-add-zero",
-    summary="x + 0 -> x, x - 0 -> x (same shape and dtype only)",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "fold-add-zero",
+    "x + 0 -> x, x - 0 -> x (same shape and dtype only)",
+    {
+        "torch.aten.add.Scalar": fold_scalar_zero,
+        "torch.aten.sub.Scalar": fold_scalar_zero,
+        "torch.aten.add.Tensor": fold_tensor_zero,
+        "torch.aten.sub.Tensor": fold_tensor_zero,
+    },
 )

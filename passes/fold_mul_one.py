@@ -10,32 +10,27 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import number, same_type, splat
 
 
-def fold_mul_scalar_one(mul: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_mul_scalar_one(mul: ir.OpView, rewriter: Rewriter) -> None:
     x, scalar = mul.operands
     if number(scalar) != 1 or not same_type(x, mul.result):
-        return NO_MATCH
+        return
     rewriter.replace(x)
-    return None
 
 
-def fold_mul_tensor_one(mul: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_mul_tensor_one(mul: ir.OpView, rewriter: Rewriter) -> None:
     lhs, rhs = mul.operands
     for x, one in ((lhs, rhs), (rhs, lhs)):
         if splat(one) == 1 and same_type(x, mul.result):
             rewriter.replace(x)
-            return None
-    return NO_MATCH
+            return
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(
-        module,
-        {"torch.aten.mul.Scalar": fold_mul_scalar_one, "torch.aten.mul.Tensor": fold_mul_tensor_one},
-    )
-
-
-FOLD_MUL_ONE = Pass(name="fold-mul-one", summary="x * 1 -> x (same shape and dtype only)", level="torch", run=run)
+PASS = pattern_pass(
+    "fold-mul-one",
+    "x * 1 -> x (same shape and dtype only)",
+    {"torch.aten.mul.Scalar": fold_mul_scalar_one, "torch.aten.mul.Tensor": fold_mul_tensor_one},
+)

@@ -7,20 +7,15 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import producer
 
 
-def fold_neg_neg(outer: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_neg_neg(outer: ir.OpView, rewriter: Rewriter) -> None:
     inner = producer(outer.operands[0], "torch.aten.neg")
     if inner is None or inner.operands[0].type != outer.result.type:
-        return NO_MATCH
+        return
     rewriter.replace(inner.operands[0])
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.neg": fold_neg_neg})
-
-
-FOLD_NEG_NEG = Pass(name="fold-neg-neg", summary="neg(neg(x)) -> x", level="torch", run=run)
+PASS = pattern_pass("fold-neg-neg", "neg(neg(x)) -> x", {"torch.aten.neg": fold_neg_neg})

@@ -7,20 +7,15 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import producer
 
 
-def fold_relu_relu(outer: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_relu_relu(outer: ir.OpView, rewriter: Rewriter) -> None:
     inner = producer(outer.operands[0], "torch.aten.relu")
     if inner is None or inner.result.type != outer.result.type:
-        return NO_MATCH
+        return
     rewriter.replace(inner.result)
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.relu": fold_relu_relu})
-
-
-FOLD_RELU_RELU = Pass(name="fold-relu-relu", summary="relu(relu(x)) -> relu(x)", level="torch", run=run)
+PASS = pattern_pass("fold-relu-relu", "relu(relu(x)) -> relu(x)", {"torch.aten.relu": fold_relu_relu})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import int_list, producer, same_type, tensor_type
 
 RESHAPES = (
@@ -26,31 +26,25 @@ RESHAPES = (
 )
 
 
-def fold_reshape_chain(outer: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_reshape_chain(outer: ir.OpView, rewriter: Rewriter) -> None:
     x = outer.operands[0]
     if same_type(x, outer.result):
         rewriter.replace(x)
-        return None
+        return
     inner = producer(x, *RESHAPES)
     result = tensor_type(outer.result.type)
     if inner is None or result is None or not result.static:
-        return NO_MATCH
+        return
     first_input = inner.operands[0]
     if same_type(first_input, outer.result):
         rewriter.replace(first_input)
-        return None
+        return
     shape = int_list(rewriter, list(result.shape))  # type: ignore[arg-type]
     rewriter.replace(rewriter.create("torch.aten.view", [first_input, shape], outer.result.type))
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, dict.fromkeys(RESHAPES, fold_reshape_chain))
-
-
-FOLD_RESHAPE_CHAIN = Pass(
-    name="fold-reshape-chain",
-    summary="reshape(reshape(x)) -> one view of x, or x when the shapes match",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "fold-reshape-chain",
+    "reshape(reshape(x)) -> one view of x, or x when the shapes match",
+    dict.fromkeys(RESHAPES, fold_reshape_chain),
 )

@@ -11,25 +11,24 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import number, producer, splat_literal, tensor_type
 
 
-def fold_sin_cos(add: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_sin_cos(add: ir.OpView, rewriter: Rewriter) -> None:
     lhs, rhs, alpha = add.operands
     if number(alpha) != 1:
-        return NO_MATCH
+        return
     result = tensor_type(add.result.type)
     if result is None or not result.static:
-        return NO_MATCH
+        return
     first, second = _square_of(lhs), _square_of(rhs)
     if first is None or second is None:
-        return NO_MATCH
+        return
     either_order = ((first, second), (second, first))
     if not any(_same_argument(sine, cosine) for sine, cosine in either_order):
-        return NO_MATCH
+        return
     rewriter.replace(splat_literal(rewriter, add.result.type, 1))
-    return None
 
 
 def _square_of(value: ir.Value) -> ir.Value | None:
@@ -50,13 +49,8 @@ def _same_argument(sine: ir.Value, cosine: ir.Value) -> bool:
     return sin is not None and cos is not None and sin.operands[0] == cos.operands[0]
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.add.Tensor": fold_sin_cos})
-
-
-FOLD_SIN_COS = Pass(
-    name="fold-sin-cos",
-    summary="sin(x)^2 + cos(x)^2 -> a literal tensor of ones",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "fold-sin-cos",
+    "sin(x)^2 + cos(x)^2 -> a literal tensor of ones",
+    {"torch.aten.add.Tensor": fold_sin_cos},
 )

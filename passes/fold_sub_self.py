@@ -9,26 +9,20 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import number, splat_literal, tensor_type
 
 
-def fold_sub_self(sub: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_sub_self(sub: ir.OpView, rewriter: Rewriter) -> None:
     lhs, rhs, alpha = sub.operands
     result = tensor_type(sub.result.type)
     if lhs != rhs or number(alpha) != 1 or result is None or not result.static or not result.is_integer:
-        return NO_MATCH
+        return
     rewriter.replace(splat_literal(rewriter, sub.result.type, 0))
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.sub.Tensor": fold_sub_self})
-
-
-FOLD_SUB_SELF = Pass(
-    name="fold-sub-self",
-    summary="x - x -> 0 for integer tensors (floats kept: inf - inf is NaN)",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "fold-sub-self",
+    "x - x -> 0 for integer tensors (floats kept: inf - inf is NaN)",
+    {"torch.aten.sub.Tensor": fold_sub_self},
 )

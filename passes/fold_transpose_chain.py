@@ -10,27 +10,26 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import int_list, number, producer, tensor_type
 
 TRANSPOSES = ("torch.aten.permute", "torch.aten.transpose.int")
 
 
-def fold_transpose_chain(outer: ir.OpView, rewriter: Rewriter) -> bool | None:
+def fold_transpose_chain(outer: ir.OpView, rewriter: Rewriter) -> None:
     inner = producer(outer.operands[0], *TRANSPOSES)
     if inner is None:
-        return NO_MATCH
+        return
     x = inner.operands[0]
     inner_permutation, outer_permutation = _permutation(inner), _permutation(outer.operation)
     if inner_permutation is None or outer_permutation is None:
-        return NO_MATCH
+        return
     # permute(permute(x, p), q) has dimension i from dimension p[q[i]] of x.
     composed = [inner_permutation[index] for index in outer_permutation]
     if composed == sorted(composed) and x.type == outer.result.type:
         rewriter.replace(x)
-        return None
+        return
     rewriter.replace(rewriter.create("torch.aten.permute", [x, int_list(rewriter, composed)], outer.result.type))
-    return None
 
 
 def _permutation(op: ir.Operation) -> list[int] | None:
@@ -54,13 +53,8 @@ def _permutation(op: ir.Operation) -> list[int] | None:
     return dims
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, dict.fromkeys(TRANSPOSES, fold_transpose_chain))
-
-
-FOLD_TRANSPOSE_CHAIN = Pass(
-    name="fold-transpose-chain",
-    summary="transpose(transpose(x)) -> x, or one permute when they do not cancel",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "fold-transpose-chain",
+    "transpose(transpose(x)) -> x, or one permute when they do not cancel",
+    dict.fromkeys(TRANSPOSES, fold_transpose_chain),
 )

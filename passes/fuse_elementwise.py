@@ -352,7 +352,7 @@ def _graph(function: ir.Operation) -> Graph:
     return Graph(nodes, list(dict.fromkeys(edges)), len(_linalg_ops(function)))
 
 
-FUSE_ELEMENTWISE = Pass(
+PASS = Pass(
     name="fuse-elementwise",
     summary="fuse chains of elementwise linalg.generic ops (broadcasts included) into one op each",
     level="linalg",

@@ -1,14 +1,14 @@
 """The one place kiln touches MLIR's pass-manager and rewrite APIs.
 
 Those Python bindings have changed shape between releases; everything else in kiln talks to
-`Pass`, `PassRun`, `Rewriter`, `run_pass`, `apply_patterns` and `parse_module`, so an upgrade
-touches this file alone.
+`Pass`, `pattern_pass`, `PassRun`, `Rewriter`, `run_pass`, `apply_patterns` and `parse_module`, so
+an upgrade touches this file alone.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -18,9 +18,6 @@ from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.passmanager import PassManager
 
 Level = Literal["torch", "linalg", "any"]
-
-# A rewrite-pattern function returns a truthy value to say "this op does not match".
-NO_MATCH = True
 
 
 @dataclass(frozen=True)
@@ -136,12 +133,14 @@ class Rewriter:
     """What a rewrite pattern may do: create ops before the matched op, and replace it.
 
     Wraps the binding's PatternRewriter, which every rewrite must go through so that the greedy
-    driver sees it.
+    driver sees it. `has_done_action` records whether the pattern changed the IR: a pattern that
+    returns without doing so did not match.
     """
 
     def __init__(self, rewriter: Any, op: ir.Operation) -> None:
         self._rewriter = rewriter
         self._op = op
+        self.has_done_action = False
 
     def create(
         self,
@@ -151,6 +150,7 @@ class Rewriter:
         attributes: dict[str, ir.Attribute] | None = None,
     ) -> ir.Value:
         """Create op `name` just before the matched op, at its location; return its one result."""
+        self.has_done_action = True
         with self._rewriter.ip:
             op = ir.Operation.create(name, results=[result_type], operands=list(operands), attributes=attributes)
         return op.result
@@ -161,6 +161,7 @@ class Rewriter:
         torch ops are not "trivially dead" to MLIR, so the greedy driver would keep, say, the `sin`
         and `cos` of a folded `sin(x)^2 + cos(x)^2`; this erases them.
         """
+        self.has_done_action = True
         producers = _producers(self._op)
         self._rewriter.replace_op(self._op, [value])
         self._erase_unused(producers)
@@ -191,17 +192,37 @@ def _unused_value_op(op: ir.Operation, dead: list[ir.Operation]) -> bool:
     return all(use.owner.operation in dead for result in op.results for use in result.uses)
 
 
-def apply_patterns(op: ir.Operation, patterns: dict[str, Callable[[Any, Rewriter], Any]]) -> None:
+Pattern = Callable[[Any, Rewriter], None]  # (the matched op, a Rewriter): rewrites it, or returns
+
+
+def pattern_pass(
+    name: str, summary: str, patterns: Mapping[str, Pattern], *, level: Level = "torch", hint: str | None = None
+) -> Pass:
+    """A pass whose whole work is applying `patterns` (op name -> pattern function) greedily.
+
+    Most of kiln's passes are one: their file holds the pattern functions and this one call.
+    """
+
+    def run(module: ir.Operation, pass_run: PassRun) -> None:
+        apply_patterns(module, patterns)
+
+    return Pass(name=name, summary=summary, level=level, run=run, hint=hint)
+
+
+def apply_patterns(op: ir.Operation, patterns: Mapping[str, Pattern]) -> None:
     """Apply rewrite patterns (op name -> function(op, rewriter)) greedily until a fixpoint.
 
-    A pattern function returns NO_MATCH, or None once it has rewritten the op.
+    A pattern function rewrites the op through the Rewriter, or returns without a rewrite when
+    the op does not match.
     """
     from torch_mlir.rewrite import RewritePatternSet, apply_patterns_and_fold_greedily
 
-    def adapt(function: Callable[[Any, Rewriter], Any]) -> Callable[[Any, Any], Any]:
-        def pattern(matched: Any, rewriter: Any) -> Any:
+    def adapt(function: Pattern) -> Callable[[Any, Any], bool]:
+        def pattern(matched: Any, rewriter: Any) -> bool:
+            ours = Rewriter(rewriter, matched.operation)
             with matched.location:  # what the pattern builds is located at the op it rewrites
-                return function(matched, Rewriter(rewriter, matched.operation))
+                function(matched, ours)
+            return not ours.has_done_action  # the binding reads a truthy result as "no match"
 
         return pattern
 

@@ -9,27 +9,21 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import tensor_type, to_dtype
 
 
-def promote_int_clamp(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def promote_int_clamp(op: ir.OpView, rewriter: Rewriter) -> None:
     x, *bounds = op.operands
     source, result = tensor_type(x.type), tensor_type(op.result.type)
     if source is None or result is None or source.is_float or not result.is_float:
-        return NO_MATCH
+        return
     converted = to_dtype(rewriter, x, result.dtype)
     rewriter.replace(rewriter.create(op.name, [converted, *bounds], op.result.type))
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.clamp": promote_int_clamp, "torch.aten.clamp.Tensor": promote_int_clamp})
-
-
-PROMOTE_INT_CLAMP = Pass(
-    name="promote-int-clamp",
-    summary="clamp(int x, float bounds) -> clamp(x.to(float), bounds), PyTorch's promotion",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "promote-int-clamp",
+    "clamp(int x, float bounds) -> clamp(x.to(float), bounds), PyTorch's promotion",
+    {"torch.aten.clamp": promote_int_clamp, "torch.aten.clamp.Tensor": promote_int_clamp},
 )

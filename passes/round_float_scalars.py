@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_ir import float_constant, producer, tensor_type
 
 # Ops whose float scalars join the arithmetic of their f32 tensor operand, in f32.
@@ -28,9 +28,9 @@ SCALAR_OPS = tuple(
 )  # fmt: skip
 
 
-def round_float_scalars(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def round_float_scalars(op: ir.OpView, rewriter: Rewriter) -> None:
     if not any((described := tensor_type(value.type)) is not None and described.dtype == "f32" for value in op.operands):
-        return NO_MATCH
+        return
     operands, changed = [], False
     for value in op.operands:
         constant = producer(value, "torch.constant.float")
@@ -43,18 +43,12 @@ def round_float_scalars(op: ir.OpView, rewriter: Rewriter) -> bool | None:
         else:
             operands.append(value)
     if not changed:
-        return NO_MATCH
+        return
     rewriter.replace(rewriter.create(op.name, operands, op.result.type))
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, dict.fromkeys(SCALAR_OPS, round_float_scalars))
-
-
-ROUND_FLOAT_SCALARS = Pass(
-    name="round-float-scalars",
-    summary="float scalars of f32 ops rounded to f32 (to nearest, as PyTorch; IREE truncates f64)",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "round-float-scalars",
+    "float scalars of f32 ops rounded to f32 (to nearest, as PyTorch; IREE truncates f64)",
+    dict.fromkeys(SCALAR_OPS, round_float_scalars),
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import constant_bool, constant_ints, slice_
 from .torch_ir import int_list, tensor_type
 
@@ -22,13 +22,13 @@ from .torch_ir import int_list, tensor_type
 INPUT, WEIGHT, STRIDE, PADDING, TRANSPOSED = 0, 1, 3, 4, 6
 
 
-def slice_strided_pointwise_conv(conv: ir.OpView, rewriter: Rewriter) -> bool | None:
+def slice_strided_pointwise_conv(conv: ir.OpView, rewriter: Rewriter) -> None:
     x = conv.operands[INPUT]
     source, weight = tensor_type(x.type), tensor_type(conv.operands[WEIGHT].type)
     strides, padding = constant_ints(conv.operands[STRIDE]), constant_ints(conv.operands[PADDING])
     transposed = constant_bool(conv.operands[TRANSPOSED])
     if source is None or weight is None or strides is None or padding is None or transposed is None:
-        return NO_MATCH
+        return
     spatial = len(weight.shape) - 2
     if (
         transposed
@@ -38,23 +38,17 @@ def slice_strided_pointwise_conv(conv: ir.OpView, rewriter: Rewriter) -> bool | 
         or all(stride == 1 for stride in strides)
         or any(size is None for size in source.shape[2:])
     ):
-        return NO_MATCH
+        return
     for axis, (size, stride) in enumerate(zip(source.shape[2:], strides, strict=True), start=2):
         if stride != 1:
             x = slice_(rewriter, x, axis, 0, size, stride)  # type: ignore[arg-type]  # static: checked above
     unit_strides = int_list(rewriter, [1] * spatial)
     operands = [x, *conv.operands[1:STRIDE], unit_strides, *conv.operands[STRIDE + 1 :]]
     rewriter.replace(rewriter.create("torch.aten.convolution", operands, conv.result.type))
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.convolution": slice_strided_pointwise_conv})
-
-
-SLICE_STRIDED_POINTWISE_CONV = Pass(
-    name="slice-strided-pointwise-conv",
-    summary="strided 1x1 convolution -> strided slice, then a stride-1 1x1 convolution",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "slice-strided-pointwise-conv",
+    "strided 1x1 convolution -> strided slice, then a stride-1 1x1 convolution",
+    {"torch.aten.convolution": slice_strided_pointwise_conv},
 )

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
-from .pass_api import NO_MATCH, Pass, PassRun, Rewriter, apply_patterns
+from .pass_api import Rewriter, pattern_pass
 from .torch_build import constant_ints, dtype_of, shape_of, slice_, static_type, vtensor
 from .torch_ir import int_list
 
 
-def split_negative_pad(op: ir.OpView, rewriter: Rewriter) -> bool | None:
+def split_negative_pad(op: ir.OpView, rewriter: Rewriter) -> None:
     x, pads_value, fill = op.operands
     pads = constant_ints(pads_value)
     if static_type(x) is None or pads is None or min(pads, default=0) >= 0 or len(pads) % 2:
-        return NO_MATCH
+        return
     cropped = x
     shape = shape_of(x)
     for index in range(0, len(pads), 2):  # pads run from the last dim backwards: (left, right) each
@@ -35,16 +35,10 @@ def split_negative_pad(op: ir.OpView, rewriter: Rewriter) -> bool | None:
         result = vtensor(padded_shape, dtype_of(x))
         cropped = rewriter.create("torch.aten.constant_pad_nd", [cropped, int_list(rewriter, kept), fill], result)
     rewriter.replace(cropped)
-    return None
 
 
-def run(module: ir.Operation, pass_run: PassRun) -> None:
-    apply_patterns(module, {"torch.aten.constant_pad_nd": split_negative_pad})
-
-
-SPLIT_NEGATIVE_PAD = Pass(
-    name="split-negative-pad",
-    summary="constant_pad_nd with negative pads -> slice (the crop), then pad by the rest",
-    level="torch",
-    run=run,
+PASS = pattern_pass(
+    "split-negative-pad",
+    "constant_pad_nd with negative pads -> slice (the crop), then pad by the rest",
+    {"torch.aten.constant_pad_nd": split_negative_pad},
 )

@@ -1,7 +1,9 @@
-"""The pass registry and pipelines as data, and the commands and flags that read them."""
+"""The pass registry and pipelines as data, the pattern adapter, and the commands and flags that read them."""
 
 from __future__ import annotations
 
+import importlib
+import json
 import re
 import subprocess
 import sys
@@ -22,6 +24,8 @@ from kiln.passes import (
     pipeline_text,
     without_passes,
 )
+from kiln.passes.pass_api import parse_module, pattern_pass, run_pass
+from kiln.passes.registry import NOT_PASSES
 
 KILN = str(Path(sys.executable).parent / "kiln")
 KILN_PASSES = [name for name, p in PASSES.items() if not p.upstream]
@@ -31,13 +35,17 @@ def invoke(*args: object):
     return CliRunner().invoke(kiln, [str(a) for a in args])
 
 
-def test_registry_keys_are_pass_names():
-    for name, pass_ in PASSES.items():
-        assert name == pass_.name
+def test_every_module_of_the_package_is_a_pass_or_a_helper_and_every_pass_has_a_lit_test():
+    modules = {path.stem for path in (ROOT / "passes").glob("*.py")} - NOT_PASSES - {"__init__"}
+    assert sorted(module.replace("_", "-") for module in modules) == sorted(KILN_PASSES)
+    assert sorted(path.stem for path in (ROOT / "tests" / "passes").glob("*.mlir")) == sorted(KILN_PASSES)
+    assert not set(KILN_PASSES) & {p.name for p in PASSES.values() if p.upstream}
 
 
 @pytest.mark.parametrize("name", KILN_PASSES)
 def test_each_pass_has_its_file_docstring_and_lit_test(name):
+    module = importlib.import_module(f"kiln.passes.{name.replace('-', '_')}")
+    assert module.PASS is PASSES[name]  # passes/fold_sin_cos.py declares fold-sin-cos
     source = ROOT / "passes" / f"{name.replace('-', '_')}.py"
     assert source.read_text().startswith(f'"""{name}: '), f"{source} must open with a docstring naming {name}"
     lit_test = ROOT / "tests" / "passes" / f"{name}.mlir"
@@ -49,6 +57,48 @@ def test_each_pass_has_its_file_docstring_and_lit_test(name):
 @pytest.mark.parametrize("name", KILN_PASSES)
 def test_each_pass_is_in_the_default_pipeline(name):
     assert any(name in group.passes for group in DEFAULT_PIPELINE)
+
+
+def test_importing_the_passes_and_their_pipelines_imports_no_pass_and_no_torch_mlir():
+    code = """
+import json, sys
+from kiln.passes import DEFAULT_PIPELINE, PASSES, PIPELINES, TORCH_MLIR_PIPELINE, PassGroup, parse_pipeline, pipeline_text
+pipeline_text(parse_pipeline("default")), pipeline_text(TORCH_MLIR_PIPELINE), PIPELINES["torch-mlir"]
+
+def loaded():
+    return sorted(name for name in sys.modules if name.split(".")[0] == "torch_mlir" or name.startswith("kiln.passes."))
+
+before = loaded()
+PASSES["fold-sin-cos"]
+print(json.dumps([before, loaded()]))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    before, after = json.loads(result.stdout)
+    assert before == ["kiln.passes.pipelines", "kiln.passes.registry"]
+    assert "torch_mlir" in after and "kiln.passes.fold_sin_cos" in after and "kiln.passes.fuse_elementwise" in after
+
+
+NEG_NEG = """
+func.func @f(%x: !torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32> {
+  %0 = torch.aten.neg %x : !torch.vtensor<[2],f32> -> !torch.vtensor<[2],f32>
+  %1 = torch.aten.neg %0 : !torch.vtensor<[2],f32> -> !torch.vtensor<[2],f32>
+  return %1 : !torch.vtensor<[2],f32>
+}
+"""
+
+
+def test_a_pattern_that_returns_without_rewriting_does_not_match():
+    def body(module) -> list[str]:
+        return [op.operation.name for op in module.body.operations[0].regions[0].blocks[0].operations]
+
+    calls: list[str] = []
+    module = parse_module(NEG_NEG)
+    run_pass(module, pattern_pass("look", "only looks", {"torch.aten.neg": lambda op, rewriter: calls.append(op.name)}))
+    assert calls == ["torch.aten.neg"] * 2  # one visit each: had it said "matched", the driver would go round again
+    assert body(module) == ["torch.aten.neg", "torch.aten.neg", "func.return"]
+    run_pass(module, PASSES["fold-neg-neg"])  # one that rewrites through the Rewriter
+    assert body(module) == ["func.return"]
 
 
 def test_torch_mlir_pipeline_has_none_of_kilns_passes():
