@@ -29,6 +29,7 @@ from .importer import import_program
 from .iree_backend import iree_compile
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
+from .out_variants import add_out_variants
 from .signature import Signature, signature_of
 from .targets import ResolvedTarget, resolve
 from .weights import Parameters, external_parameters
@@ -319,10 +320,12 @@ def _shorten(text: str, limit: int = 240) -> str:
 
 def _backend(program: Program, context: StageContext) -> Compiled:
     resolved = context.resolved
+    variants = add_out_variants(program.module, tuple(function.name for function in program.functions))
+    functions = tuple(replace(function, out_variant=variants.get(function.name)) for function in program.functions)
     text = program.module.operation.get_asm(enable_debug_info=True)
     vmfb = iree_compile(text, list(resolved.iree_flags), context.dump_stem, context.input_dump)
     manifest = Manifest(
-        functions=program.functions,
+        functions=functions,
         target=resolved.target.name,
         driver=resolved.target.driver,
         target_details=resolved.details,

@@ -37,6 +37,9 @@ class FunctionSpec:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     symbols: dict[str, list[int | None]] = field(default_factory=dict)  # dynamic size -> [min, max or null]
+    # The exported function that writes the results into tensors the caller allocated (one trailing
+    # argument per output), e.g. "main$out"; None in artifacts without one.
+    out_variant: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,7 @@ def function_spec(data: dict[str, Any]) -> FunctionSpec:
         inputs=tuple(_tensor_spec(t) for t in data["inputs"]),
         outputs=tuple(_tensor_spec(t) for t in data["outputs"]),
         symbols=data.get("symbols", {}),
+        out_variant=data.get("out_variant"),
     )
 
 
