@@ -63,6 +63,16 @@ def open_device(requested: str | None, artifact_driver: str) -> rt.HalDevice:
     return driver.create_device(devices[index]["device_id"])
 
 
+def placement(requested: str | None, artifact_driver: str) -> tuple[str, int]:
+    """(kind, index) of the device `open_device` opens for these arguments, e.g. ("cuda", 1)."""
+    return _parse(requested or KIND_OF_DRIVER.get(artifact_driver, artifact_driver))
+
+
+def open_sync_cpu() -> rt.HalDevice:
+    """IREE's single-threaded CPU device, which runs a call on the caller's thread (kiln.runtime.executors)."""
+    return rt.get_device("local-sync")
+
+
 def _parse(device: str) -> tuple[str, int]:
     kind, _, index = device.partition(":")
     if kind not in DRIVERS:

@@ -1,11 +1,16 @@
 """A compiled artifact, loaded and callable like the module it came from.
 
-Every call is checked against the manifest first (count, shape, dtype), so a wrong input is a
-clear error naming the input instead of a crash deep inside IREE.
+A call goes through three small parts, each in its own module:
+- plans: every call is checked against the manifest (count, dtype, shape, dynamic sizes), once
+  per input signature, so a wrong input is a clear error naming the input, never a crash in IREE;
+- boundary: how tensors cross into IREE and back, without copies where memory allows;
+- executors: which IREE context runs the call, one call at a time each.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,22 +20,25 @@ import torch
 
 from kiln.errors import KilnError
 
-from .devices import iree_reason, open_device
-from .manifest import PARAMETER_SCOPE, FunctionSpec, Manifest, TensorSpec, manifest_path, parameters_path
-from .tensors import dtype_name, to_device, to_host_array, to_torch
+from .boundary import Boundary, Value, boundary_for
+from .devices import iree_reason, open_device, open_sync_cpu, placement
+from .executors import Context, CpuExecutor, Executor
+from .manifest import PARAMETER_SCOPE, FunctionSpec, Manifest, manifest_path, parameters_path
+from .plans import Plan, plan, signature_of
+from .tensors import to_numpy
 
 STAGE = "runtime"
-
-Value = torch.Tensor | np.ndarray
 
 
 class LoadedModule:
     """An artifact bound to a device. Call it with tensors; get tensors back (a tuple if several).
 
-    Inputs are numpy arrays or torch tensors on any device. IREE and torch share no device memory
-    yet, so a call copies: each input to the host (`tensors.to_host_array`, where a CUDA tensor
-    is copied) and from there into the IREE device's memory; each result back to the host, and
-    from there onto the device of the first CUDA input, if any (else it stays on the CPU).
+    Inputs are torch tensors or numpy arrays. Tensors already on the artifact's device, dense and
+    64-byte aligned, are used in place; others are copied once, counted in `copies` (see
+    kiln.runtime.boundary). Results are fresh torch tensors on the artifact's device (on a CPU,
+    over IREE's memory; on a GPU, allocated by torch): they never alias the inputs and outlive
+    the module. Where every input was a host tensor or array and the artifact runs on a GPU, the
+    results come back to the host; a CPU artifact called with CUDA tensors returns them there.
     """
 
     def __init__(
@@ -42,6 +50,8 @@ class LoadedModule:
     ) -> None:
         self.manifest = manifest
         self.device = open_device(device, manifest.driver)
+        kind, index = placement(device, manifest.driver)
+        self.boundary = boundary_for(self.device, kind, index)
         instance = rt.VmInstance()
         modules = [_parameters_module(instance, parameters)] if parameters is not None else []
         try:
@@ -51,22 +61,28 @@ class LoadedModule:
                 vm_module = rt.VmModule.copy_buffer(instance, vmfb)
         except Exception as exc:
             raise KilnError(f"not a valid IREE module ({exc})", stage=STAGE) from exc
+        modules.append(vm_module)
         try:  # a GPU artifact built for an architecture this GPU cannot run fails here
-            context = rt.SystemContext(vm_modules=[*modules, vm_module], config=rt.Config(device=self.device))
+            context = Context(instance, self.device, modules, manifest.driver)
         except Exception as exc:
             raise KilnError(
                 f"the {manifest.target} artifact could not be loaded onto the device ({iree_reason(exc)})",
                 stage=STAGE,
                 hint=f"it was built for {manifest.target_details}; recompile for this device",
             ) from exc
+        if kind == "cpu":
+            executor: Executor = CpuExecutor(context, lambda: Context(instance, open_sync_cpu(), modules, "local-sync"))
+        else:
+            executor = Executor(context)
+        self.executor = executor
         self.functions = {
-            spec.name: Function(spec, context.modules[vm_module.name][spec.name], self.device)
-            for spec in manifest.functions
+            spec.name: Function(spec, vm_module, executor, self.boundary) for spec in manifest.functions
         }
+        self._entry = self.functions[manifest.entry]
 
     def __call__(self, *args: Value, as_numpy: bool = False) -> Any:
         """Call the artifact's first function (`main` for a one-function model)."""
-        return self.functions[self.manifest.entry](*args, as_numpy=as_numpy)
+        return self._entry(*args, as_numpy=as_numpy)
 
     def __getattr__(self, name: str) -> Function:
         """`module.encode(x)`: the artifact's functions by name."""
@@ -75,83 +91,124 @@ class LoadedModule:
             return functions[name]
         raise AttributeError(f"the artifact has no function '{name}'; it has: {', '.join(functions)}")
 
-    def call_on_device(self, *values: Any) -> tuple[rt.DeviceArray, ...]:
+    @property
+    def copies(self) -> dict[str, int]:
+        """How many values the calls so far copied at the boundary, by reason (empty: none)."""
+        return self.boundary.copies.counts
+
+    def upload(self, *values: Value) -> Uploaded:
+        """The first function's `upload`."""
+        return self.functions[self.manifest.entry].upload(*values)
+
+    def call_on_device(self, uploaded: Uploaded) -> rt.VmVariantList:
         """The first function's `call_on_device`."""
-        return self.functions[self.manifest.entry].call_on_device(*values)
+        return self.functions[self.manifest.entry].call_on_device(uploaded)
+
+
+@dataclass(frozen=True)
+class Uploaded:
+    """Inputs in IREE's hands, for calling with the boundary left out (`Function.call_on_device`)."""
+
+    views: tuple[rt.HalBufferView, ...]
+    signature: Hashable
 
 
 class Function:
     """One function of a loaded artifact. Every call is checked against its FunctionSpec first."""
 
-    def __init__(self, spec: FunctionSpec, function: Any, device: rt.HalDevice) -> None:
+    def __init__(self, spec: FunctionSpec, vm_module: rt.VmModule, executor: Executor, boundary: Boundary) -> None:
         self.spec = spec
-        self._function = function
-        self._device = device
+        self._function = vm_module.lookup_function(spec.name)
+        # On a GPU, results go into tensors torch allocates, through the artifact's out variant.
+        use_out = boundary.storage_results and spec.out_variant is not None
+        self._out_function = vm_module.lookup_function(spec.out_variant) if use_out else None
+        self._executor = executor
+        self._boundary = boundary
+        self._plans: dict[Hashable, Plan] = {}
+        self._names = tuple(tensor.name for tensor in spec.inputs)
 
     def __call__(self, *args: Value, as_numpy: bool = False) -> Any:
-        inputs = self.spec.inputs
-        if len(args) != len(inputs):
-            expected = ", ".join(spec.describe() for spec in inputs)
-            raise KilnError(f"expected {len(inputs)} input(s) ({expected}), got {len(args)}", stage=STAGE)
-        sizes: dict[str, tuple[int, str]] = {}  # dynamic size symbol -> (size, the input that set it)
-        arrays = [self._checked(spec, value, sizes) for spec, value in zip(inputs, args, strict=True)]
+        signature = signature_of(args)
+        call_plan = self._plans.get(signature) or self._plan(args, signature)
+        boundary = self._boundary
+        count = len(call_plan.result_dtypes)
+        storage = self._out_function is not None and call_plan.result_shapes is not None
+        arguments = rt.VmVariantList(len(args) + count if storage else len(args))
+        tensors = []
+        for value, name in zip(args, self._names, strict=True):
+            tensor, view = boundary.enter(value, name)
+            tensors.append(tensor)
+            arguments.push_ref(view)
+        outputs = []
+        if storage:
+            for shape, dtype in zip(call_plan.result_shapes, call_plan.result_dtypes, strict=True):  # type: ignore[arg-type]
+                tensor, view = boundary.storage(shape, dtype)
+                outputs.append(tensor)
+                arguments.push_ref(view)
+        results = rt.VmVariantList(count)
+        boundary.before_call()
         try:
-            results = self._function(
-                *(to_device(self._device, array, spec.dtype) for array, spec in zip(arrays, inputs, strict=True))
+            self._executor.invoke(
+                (self.spec.name, signature), self._out_function if storage else self._function, arguments, results
             )
-            if not isinstance(results, tuple):
-                results = (results,)
-            host = [result.to_host() for result in results]
         except Exception as exc:
             raise KilnError(f"the call failed on the device ({iree_reason(exc)})", stage=STAGE) from exc
-        home = next((value.device for value in args if isinstance(value, torch.Tensor) and value.is_cuda), None)
-        outputs = tuple(host) if as_numpy else tuple(to_torch(array).to(home or "cpu") for array in host)
-        return outputs[0] if len(outputs) == 1 else outputs
+        if not storage:
+            outputs = self._left(results, call_plan, tensors)
+        where = boundary.results_device(args)
+        if where is not None:
+            outputs = self._moved(outputs, where)
+        if as_numpy:
+            outputs = [to_numpy(output) for output in outputs]
+        return outputs[0] if count == 1 else tuple(outputs)
 
-    def call_on_device(self, *values: Any) -> tuple[rt.DeviceArray, ...]:
-        """Call with inputs already on the device (device arrays, buffer views); results stay there.
+    def upload(self, *values: Value) -> Uploaded:
+        """`values` checked and imported once (as a call would), for `call_on_device`."""
+        signature = signature_of(values)
+        self._plans.get(signature) or self._plan(values, signature)
+        views = tuple(self._boundary.enter(value, name)[1] for value, name in zip(values, self._names, strict=True))
+        return Uploaded(views, ("uploaded", signature))
 
-        Unchecked and uncopied: it times the computation alone (kiln.runtime.bench). Returns once
-        the results are ready, like every call of a synchronous IREE function.
+    def call_on_device(self, uploaded: Uploaded) -> rt.VmVariantList:
+        """Call with inputs already imported; IREE allocates the results and they stay there.
+
+        It times the computation alone (kiln.measure.bench's "kiln" column): no checks, no boundary.
+        Returns once the results are ready, like every call of a synchronous IREE function.
         """
-        results = self._function(*values)
-        return results if isinstance(results, tuple) else (results,)
+        arguments = rt.VmVariantList(len(uploaded.views))
+        for view in uploaded.views:
+            arguments.push_ref(view)
+        results = rt.VmVariantList(len(self.spec.outputs))
+        self._executor.invoke((self.spec.name, uploaded.signature), self._function, arguments, results)
+        return results
 
-    def _checked(self, spec: TensorSpec, value: Value, sizes: dict[str, tuple[int, str]]) -> np.ndarray:
-        if not isinstance(value, (torch.Tensor, np.ndarray)):
-            raise KilnError(
-                f"input '{spec.name}' must be a torch.Tensor or numpy array, got {type(value).__name__}",
-                stage=STAGE,
-            )
-        got_dtype = dtype_name(value.dtype)
-        if got_dtype != spec.dtype:
-            raise KilnError(f"input '{spec.name}' has dtype {got_dtype}; expected {spec.dtype}", stage=STAGE)
-        shape = tuple(value.shape)
-        if len(shape) != len(spec.shape) or any(
-            isinstance(want, int) and got != want for got, want in zip(shape, spec.shape, strict=False)
-        ):
-            raise KilnError(
-                f"input '{spec.name}' has shape {list(shape)}; expected {list(spec.shape)}", stage=STAGE
-            )
-        for axis, (got, symbol) in enumerate(zip(shape, spec.shape, strict=True)):
-            if isinstance(symbol, str):
-                self._check_dynamic(spec.name, axis, got, symbol, sizes)
-        return to_host_array(value)
+    def _plan(self, args: tuple[Value, ...], signature: Hashable) -> Plan:
+        call_plan = plan(self.spec, args)
+        if signature is not None:
+            self._plans[signature] = call_plan
+        return call_plan
 
-    def _check_dynamic(self, name: str, axis: int, size: int, symbol: str, sizes: dict[str, tuple[int, str]]) -> None:
-        low, high = self.spec.symbols.get(symbol, [0, None])
-        if size < (low or 0) or (high is not None and size > high):
-            accepted = f"{low}..{high}" if high is not None else f">= {low}"
-            raise KilnError(
-                f"input '{name}' dimension {axis} is {size}; the artifact accepts {accepted} (dynamic size {symbol})",
-                stage=STAGE,
-            )
-        bound, by = sizes.setdefault(symbol, (size, name))
-        if bound != size:
-            raise KilnError(
-                f"input '{name}' dimension {axis} is {size}, but input '{by}' set dynamic size {symbol} to {bound}",
-                stage=STAGE,
-            )
+    def _left(self, results: rt.VmVariantList, call_plan: Plan, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        """Results IREE allocated, as tensors. A result in an input's memory (a model that returns its
+        input, or a view of it, as is) is copied, so that results never alias inputs."""
+        boundary = self._boundary
+        spans = [(tensor.data_ptr(), tensor.nbytes) for tensor in inputs]
+        outputs = []
+        for index, dtype in enumerate(call_plan.result_dtypes):
+            output = boundary.leave(results.get_as_object(index, rt.HalBufferView), dtype)
+            pointer = output.data_ptr()
+            for start, size in spans:
+                if 0 <= pointer - start < size:
+                    boundary.copies.count("result is an input", f"result {index}: IREE returned an input's memory")
+                    output = output.clone()
+                    break
+            outputs.append(output)
+        return outputs
+
+    def _moved(self, outputs: list[torch.Tensor], where: torch.device) -> list[torch.Tensor]:
+        for _ in outputs:
+            self._boundary.copies.count(f"result to {where}", f"a result from {self._boundary.home} to {where}")
+        return [output.to(where) for output in outputs]
 
 
 def _parameters_module(instance: rt.VmInstance, parameters: Path | dict[str, np.ndarray]) -> rt.VmModule:

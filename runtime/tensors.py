@@ -1,16 +1,14 @@
-"""Moving values across the runtime boundary: torch/numpy in, IREE buffers through, torch/numpy out.
+"""Tensor dtypes and host copies: the names the manifest and tables use, numpy views of torch tensors.
 
-bf16 is the awkward one: numpy has no bf16, and `asdevicearray` on an int16 view silently makes an
-si16 tensor, so bf16 inputs are copied with an explicit element type and bf16 outputs are
-reinterpreted bit-for-bit.
+bf16 is the awkward one: numpy has no bf16 of its own, so its bits travel as int16 (to_host_array)
+or as ml_dtypes' bfloat16 (to_numpy). How tensors cross into IREE is kiln.runtime.boundary's job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-import iree.runtime as rt
+import ml_dtypes
 import numpy as np
 import torch
 
@@ -54,10 +52,7 @@ def dtype_name(dtype: torch.dtype | np.dtype) -> str:
 
 
 def to_host_array(value: torch.Tensor | np.ndarray) -> np.ndarray:
-    """A contiguous host numpy array holding `value`'s bits; bf16 comes back as an int16 view.
-
-    CUDA tensors are copied to the host here: IREE and torch do not share device memory yet.
-    """
+    """A contiguous host numpy array holding `value`'s bits (a copy of a CUDA tensor); bf16 as an int16 view."""
     if isinstance(value, torch.Tensor):
         tensor = value.detach().cpu().contiguous()
         if tensor.dtype == torch.bfloat16:
@@ -69,20 +64,9 @@ def to_host_array(value: torch.Tensor | np.ndarray) -> np.ndarray:
     return array
 
 
-def to_device(device: rt.HalDevice, array: np.ndarray, dtype: str) -> Any:
-    """What the invoker accepts for one argument: numpy as is, bf16 as an explicitly typed buffer view."""
-    if dtype != "bfloat16":
-        return array
-    return device.allocator.allocate_buffer_copy(
-        memory_type=rt.MemoryType.DEVICE_LOCAL,
-        allowed_usage=rt.BufferUsage.DEFAULT,
-        device=device,
-        buffer=array,
-        element_type=rt.HalElementType.BFLOAT_16,
-    )
-
-
-def to_torch(array: np.ndarray) -> torch.Tensor:
-    if array.dtype.name == "bfloat16":
-        return torch.from_numpy(array.view(np.int16).copy()).view(torch.bfloat16)
-    return torch.from_numpy(np.array(array, copy=True))
+def to_numpy(tensor: torch.Tensor) -> np.ndarray:
+    """`tensor`'s values as a numpy array (bf16 as ml_dtypes' bfloat16); shares a CPU tensor's memory."""
+    tensor = tensor.detach().cpu()
+    if tensor.dtype == torch.bfloat16:
+        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return tensor.numpy()
