@@ -143,7 +143,9 @@ class Boundary:
         raise NotImplementedError
 
     def moved_home(self, tensor: torch.Tensor, name: str) -> torch.Tensor:
-        """A copy of `tensor` on `home`, counted (or a KilnError where kiln will not move it)."""
+        """A copy of `tensor` on `home`, counted: from the CPU or a GPU; a KilnError from elsewhere ("meta")."""
+        if tensor.device.type not in ("cpu", "cuda"):
+            raise KilnError(f"input '{name}' is on {tensor.device}; the artifact runs on {self.home}", stage=STAGE)
         self.copies.count(f"input on {tensor.device}", f"input '{name}' from {tensor.device} to {self.home}")
         return tensor.to(self.home)
 

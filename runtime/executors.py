@@ -74,6 +74,7 @@ TRIALS = 3  # timed calls per context before choosing, after one untimed call on
 # local-sync's first call is slower than its next ones (first use of its memory), but not by this
 # factor: a first call over this many times local-task's fastest leaves the signature on local-task.
 HOPELESS = 10
+CALLS_TO_CHOOSE = 1 + 2 * TRIALS  # a signature's calls until its executor is chosen, at most
 
 
 class CpuExecutor(Executor):
