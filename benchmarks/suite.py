@@ -37,7 +37,8 @@ import torch
 from thin import model_tensors, thicken, thin
 
 from kiln.measure.bench import bench
-from kiln.measure.results import SCHEMA, CaseResult, Report, report_markdown
+from kiln.measure.overhead import call_overhead
+from kiln.measure.results import SCHEMA, CaseResult, Report, Timing, report_markdown
 from kiln.measure.timing import (
     CpuClock,
     Settings,
@@ -130,6 +131,7 @@ def compile_cases(
         "machine": machine,
         "versions": versions,
     }
+    header["overhead"] = _compile_one_add(options, bundle)
     done: list[Case] = []
     for case in cases:
         click.echo(f"compile {case.name} ...", err=True)
@@ -157,6 +159,35 @@ def compile_cases(
         (bundle / "bundle.json").write_text(json.dumps(bundle_json, indent=2) + "\n")
         del model, inputs
         gc.collect()
+
+
+ONE_ADD = "one_add.vmfb"  # in a bundle: kiln.measure.overhead's model, for the per-call overhead
+
+
+def _compile_one_add(options: Any, bundle: Path) -> dict[str, str]:
+    """The one-add model compiled like the cases, into the bundle: {"artifact": ...} or {"error": ...}."""
+    from kiln.compiler import run_pipeline, spec_from_module
+    from kiln.measure.overhead import OneAdd, example_inputs
+
+    try:
+        compiled = run_pipeline(spec_from_module(OneAdd(), example_inputs()), replace(options, params="inline")).compiled
+    except Exception as exc:
+        return {"error": f"kiln compile failed: {_first_line(exc)}"}
+    assert compiled is not None
+    compiled.save(bundle / ONE_ADD)
+    return {"artifact": ONE_ADD}
+
+
+def _time_overhead(bundle: Path, data: dict[str, Any], device: str | None) -> dict[str, Timing]:
+    """The per-call overhead, from the bundle's one-add artifact (nothing for bundles without one)."""
+    if "artifact" not in data.get("overhead", {}):
+        return {}
+    click.echo("time the per-call overhead ...", err=True)
+    try:
+        return call_overhead(load(bundle / data["overhead"]["artifact"], device), device)
+    except Exception as exc:  # a finding, not the end of the run
+        click.echo(f"  failed: {type(exc).__name__}: {_first_line(exc)}", err=True)
+        return {}
 
 
 def time_cases(
@@ -201,6 +232,8 @@ def time_cases(
         },
         cases=(),
     )
+    previous = Report.from_json(resume.read_text()).overhead if resume and resume.is_file() else {}
+    report = replace(report, overhead=previous or _time_overhead(bundle, data, device))
     fresh_inductor_cache(tempfile.mkdtemp(prefix="kiln-bench-inductor-"))
     order = {case.name: index for index, case in enumerate(cases)}
     start, clock, left = time.perf_counter(), cpu_clock(), []

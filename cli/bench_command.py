@@ -18,7 +18,7 @@ from .common import debug_option, progress
 from .options import TimingChoice, model_options, target_options, timing_options
 
 if TYPE_CHECKING:
-    from kiln.compiler import CompileOptions, ModelSource
+    from kiln.compiler import Compiled, CompileOptions, ModelSource
 
 
 @click.command("bench")
@@ -41,13 +41,16 @@ def bench_command(
     timed calls each, every call fully synchronized; the table gives median, min and max. Columns:
 
     \b
-      kiln       the artifact, inputs already on the device, outputs left there
-      kiln call  `module(*tensors)`: host tensors in, host tensors out (copies included)
+      kiln       the artifact, inputs already imported on the device, results left in IREE
+      kiln call  `module(*tensors)` with torch tensors on the device: the checks and the
+                 boundary both ways included, as users call it
       eager      eager PyTorch, model and inputs on the device
       Inductor   torch.compile, default mode (compile time: first call minus median;
                  a fresh cache folder, so a cold compile)
 
-    "kiln / this" is kiln's median time over the other's: below 1, kiln is faster. On the CPU,
+    Then the per-call overhead: a one-add model on a one-element tensor, compiled for the same
+    target, timed as kiln call, kiln and eager. "kiln / this" is kiln's median time over the
+    other's: below 1, kiln is faster. On the CPU,
     torch and IREE use the same number of threads. Exits with status 1 when the numerics check
     fails (the table is printed and the JSON written first).
 
@@ -60,7 +63,8 @@ def bench_command(
 
     from kiln.compiler import run_pipeline
     from kiln.measure.bench import bench
-    from kiln.measure.results import CaseResult, Report, case_table
+    from kiln.measure.overhead import call_overhead
+    from kiln.measure.results import CaseResult, Report, case_table, overhead_line
     from kiln.measure.timing import (
         cpu_clock,
         environment,
@@ -86,6 +90,7 @@ def bench_command(
         fresh_inductor_cache(str(Path(folder) / "inductor"))
         clock = cpu_clock()
         numerics, timings, error = bench(module, spec.module, spec.example_inputs, settings, device, compile_s)
+        overhead = call_overhead(load(_one_add(options).save(Path(folder) / "one_add.vmfb"), device), device)
         busy = others_share(clock, cpu_clock())
     floats = [x for x in spec.example_inputs if x.is_floating_point()] or list(spec.example_inputs)
     case = CaseResult(
@@ -99,6 +104,7 @@ def bench_command(
         error=error,
     )
     click.echo(case_table(case))
+    click.echo(overhead_line(overhead))
     if busy is not None and busy > 0.1:
         click.echo(f"note: other processes used {busy:.0%} of the CPUs while this ran; CPU timings suffer from that")
     if json_path is not None:
@@ -113,6 +119,7 @@ def bench_command(
             versions=versions,
             settings={**asdict(settings), "threads": threads, "inductor_cache": "fresh"},
             cases=(case,),
+            overhead=overhead,
         )
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(report.to_json())
@@ -123,3 +130,21 @@ def bench_command(
             f"> {numerics.tolerance:.0e}",
             stage="bench",
         )
+
+
+def _one_add(options: CompileOptions) -> Compiled:
+    """kiln.measure.overhead's one-add model, compiled for the same target as the model under test."""
+    from kiln.compiler import CompileOptions, run_pipeline, spec_from_module
+    from kiln.measure.overhead import OneAdd, example_inputs
+
+    same_target = CompileOptions(
+        target=options.target,
+        cpu=options.cpu,
+        gpu_arch=options.gpu_arch,
+        opt_level=options.opt_level,
+        extra_iree_flags=options.extra_iree_flags,
+        handoff=options.handoff,
+    )
+    compiled = run_pipeline(spec_from_module(OneAdd(), example_inputs()), same_target).compiled
+    assert compiled is not None
+    return compiled

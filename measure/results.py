@@ -17,8 +17,8 @@ SCHEMA = "kiln-bench/1"
 
 # Every contender a case may time, in table order, with what its number includes.
 CONTENDERS: dict[str, str] = {
-    "kiln": "kiln artifact called with inputs already on the device; outputs stay there",
-    "kiln_call": "kiln `module(*tensors)`: host tensors copied in, outputs copied back to host tensors",
+    "kiln": "kiln artifact called with inputs already imported on the device; results left in IREE's memory",
+    "kiln_call": "kiln `module(*tensors)` with torch tensors already on the device: checks and boundary included",
     "eager": "eager PyTorch, model and inputs on the device",
     "inductor": "torch.compile (Inductor, default mode), model and inputs on the device",
 }
@@ -91,6 +91,9 @@ class Report:
     settings: dict[str, Any]
     cases: tuple[CaseResult, ...]
     schema: str = SCHEMA
+    # The per-call overhead: kiln.measure.overhead's one-add model, by contender ("kiln_call",
+    # "kiln", "eager"); empty where it was not measured.
+    overhead: dict[str, Timing] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2) + "\n"
@@ -101,6 +104,7 @@ class Report:
         if data.get("schema") != SCHEMA:
             raise ValueError(f"not a {SCHEMA} report (schema: {data.get('schema')!r})")
         data["cases"] = tuple(_case(case) for case in data["cases"])
+        data["overhead"] = {name: Timing(**timing) for name, timing in data.get("overhead", {}).items()}
         return Report(**data)
 
     def with_cases(self, cases: Iterable[CaseResult]) -> Report:
@@ -196,6 +200,7 @@ def report_markdown(report: Report) -> str:
         "- settings: " + ", ".join(f"{name}={value}" for name, value in report.settings.items()),
         "- times are medians in ms; a ratio is kiln's time over the other's (below 1: kiln is faster). Columns:",
         *(f"  - {TITLES[name]}: {meaning}" for name, meaning in CONTENDERS.items()),
+        *([f"- {overhead_line(report.overhead)}"] if report.overhead else []),
         "",
         suite_table(report.cases),
     ]
@@ -237,6 +242,12 @@ def case_table(case: CaseResult) -> str:
     if case.error:
         lines += ["", f"note: {case.error}"]
     return "\n".join(lines) + "\n"
+
+
+def overhead_line(overhead: dict[str, Timing]) -> str:
+    """The per-call overhead in words, e.g. "per-call overhead (one add on f32[1], median): kiln call 9.1 us, ..."."""
+    parts = [f"{TITLES[name]} {timing.median_ms * 1e3:.1f} us" for name, timing in overhead.items()]
+    return f"per-call overhead (one add on f32[1], median): {', '.join(parts)}"
 
 
 def _share(value: float | None) -> str:

@@ -154,12 +154,24 @@ def test_report_json_round_trips_and_has_the_schema():
     )
     data = json.loads(report.to_json())
     assert data["schema"] == SCHEMA
-    assert set(data) == {"schema", "target", "device", "created", "command", "machine", "versions", "settings", "cases"}
+    assert set(data) == {
+        "schema", "target", "device", "created", "command", "machine", "versions", "settings", "cases", "overhead",
+    }  # fmt: skip
     assert set(data["cases"][0]["timings"]["kiln"]) == {"median_ms", "min_ms", "max_ms", "calls", "compile_s"}
     assert Report.from_json(report.to_json()) == report
     with pytest.raises(ValueError, match="schema"):
         Report.from_json(json.dumps({**data, "schema": "other/1"}))
-    assert "## llvm-cpu on cpu" in report_markdown(report)
+    assert "## llvm-cpu on cpu" in report_markdown(report) and "per-call overhead" not in report_markdown(report)
+    del data["overhead"]  # reports written before the overhead was measured still read
+    assert Report.from_json(json.dumps(data)) == report
+
+
+def test_report_says_the_per_call_overhead():
+    overhead = {"kiln_call": timing(0.0091), "kiln": timing(0.0037), "eager": timing(0.0041)}
+    report = Report("llvm-cpu", "cpu", "2026-01-01T00:00:00Z", "x", {}, {}, {}, (), overhead=overhead)
+    assert Report.from_json(report.to_json()).overhead == overhead
+    line = "- per-call overhead (one add on f32[1], median): kiln call 9.1 us, kiln 3.7 us, eager 4.1 us"
+    assert line in report_markdown(report).splitlines()
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -190,7 +202,9 @@ def test_kiln_bench_prints_a_table_and_writes_json(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert "numerics ok" in result.output and "| Inductor |" in result.output
+    assert "per-call overhead (one add on f32[1], median): kiln call " in result.output
     report = Report.from_json(path.read_text())
+    assert set(report.overhead) == {"kiln_call", "kiln", "eager"}
     (only,) = report.cases
     assert set(only.timings) == {"kiln", "kiln_call", "eager", "inductor"}
     assert all(t.calls == 3 for t in only.timings.values())
@@ -211,6 +225,7 @@ def test_suite_compiles_times_resumes_and_collects(tmp_path):
     data = json.loads((bundle / "bundle.json").read_text())
     assert [c["name"] for c in data["cases"]] == ["tiny-f32-small", "tiny-bf16-small"]
     assert all(c["recipe"] and (bundle / c["artifact"]).suffix == ".thin" for c in data["cases"])
+    assert data["overhead"] == {"artifact": suite.ONE_ADD} and (bundle / suite.ONE_ADD).is_file()
 
     first = tmp_path / "first.json"
     result = runner.invoke(suite.suite, ["time", str(bundle), "--only", "*-f32-*", *fast, "-o", str(first)])
@@ -223,6 +238,7 @@ def test_suite_compiles_times_resumes_and_collects(tmp_path):
     report = Report.from_json(both.read_text())
     assert [c.name for c in report.cases] == ["tiny-f32-small", "tiny-bf16-small"]
     assert report.cases[0] == Report.from_json(first.read_text()).cases[0]  # kept, not timed again
+    assert report.overhead == Report.from_json(first.read_text()).overhead != {}  # kept too
     assert all(c.numerics and c.numerics.ok and set(c.timings) == {"kiln", "kiln_call", "eager"} for c in report.cases)
     assert report.cases[1].timings["kiln"].compile_s is not None
     assert "| bf16 |" in both.with_suffix(".md").read_text()

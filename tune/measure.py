@@ -31,6 +31,7 @@ from kiln.errors import KilnError
 from kiln.measure.bench import check_numerics, upload
 from kiln.measure.results import Numerics, Timing
 from kiln.measure.timing import Settings, measure
+from kiln.runtime.executors import CALLS_TO_CHOOSE
 from kiln.runtime.manifest import Manifest, manifest_path
 from kiln.runtime.module import LoadedModule
 
@@ -169,7 +170,8 @@ def measure_candidate(
             why = f"numerics: relative L2 error {numerics.rel_l2_error:.1e} > {numerics.tolerance:.0e}"
             return replace(result, numerics=numerics, error=why)
         uploaded = upload(module, reference[manifest.entry][0])
-        timing = Timing.of(measure(lambda: module.call_on_device(*uploaded), lambda: None, settings), candidate.compile_s)
+        warm = replace(settings, warmup=max(settings.warmup, CALLS_TO_CHOOSE))  # the CPU's executor chosen first
+        timing = Timing.of(measure(lambda: module.call_on_device(uploaded), lambda: None, warm), candidate.compile_s)
         return replace(result, numerics=numerics, timing=timing)
     except Exception as exc:  # one candidate's failure (a KilnError, or IREE's) is a verdict, not the end
         return replace(result, error=f"run failed: {first_line(exc)}")
