@@ -12,11 +12,18 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .boundary import KilnCopyWarning
     from .manifest import Manifest, TensorSpec
     from .module import LoadedModule, load
 
-_EXPORTS = {"LoadedModule": "module", "Manifest": "manifest", "TensorSpec": "manifest", "load": "module"}
-__all__ = ["LoadedModule", "Manifest", "TensorSpec", "load"]
+_EXPORTS = {
+    "KilnCopyWarning": "boundary",
+    "LoadedModule": "module",
+    "Manifest": "manifest",
+    "TensorSpec": "manifest",
+    "load": "module",
+}
+__all__ = ["KilnCopyWarning", "LoadedModule", "Manifest", "TensorSpec", "load"]
 
 
 def __getattr__(name: str) -> Any:
