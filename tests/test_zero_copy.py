@@ -56,12 +56,17 @@ def test_check_on_cpu_through_out_variants(cpu_artifacts, check, monkeypatch):
     checks.CHECKS[check](load, CPU)
 
 
-@gpu
-@pytest.mark.parametrize("check", list(checks.CHECKS))
-def test_check_on_cuda(tmp_path_factory, check):
+@pytest.fixture(scope="module")
+def cuda_artifacts(tmp_path_factory):
     folder = tmp_path_factory.mktemp("zero-copy-cuda")
     checks.compile_models(folder, CompileOptions(target="cuda"))
-    checks.CHECKS[check](checks.loader(folder, "cuda:0"), torch.device("cuda", 0))
+    return folder
+
+
+@gpu
+@pytest.mark.parametrize("check", list(checks.CHECKS))
+def test_check_on_cuda(cuda_artifacts, check):
+    checks.CHECKS[check](checks.loader(cuda_artifacts, "cuda:0"), torch.device("cuda", 0))
 
 
 # ---------------------------------------------------------------------------------------------------
