@@ -104,7 +104,10 @@ def _read_npy(path: Path, dtype: str | None) -> object:
         raise KilnError(f"{path} is not a .npy array: {exc}", stage="run") from exc
     if dtype == "bfloat16" and array.dtype == np.float32:
         return torch.from_numpy(array).to(torch.bfloat16)
-    return array
+    try:  # into torch's memory, which starts on 64 bytes: the runtime takes it without a copy (numpy's, 16)
+        return torch.from_numpy(array).clone()
+    except TypeError:
+        return array  # a dtype torch lacks: the runtime's check names it
 
 
 def _random_tensor(shape: tuple[int, ...], dtype: str, generator: object) -> object:
