@@ -136,6 +136,107 @@ def _embedding_bag(
     return totals, bag_of, counts.to(torch.int64), torch.zeros(bags, dtype=torch.int64, device=weight.device)
 
 
+def _histc(x: torch.Tensor, bins: int = 100, min: float = 0, max: float = 0) -> torch.Tensor:
+    """The count of values in each of `bins` equal bins over [min, max], as a one-hot sum.
+
+    As PyTorch's CPU kernel: a value's bin is trunc((x - min) * bins / (max - min)) in x's dtype, a
+    value equal to max counts in the last bin, values outside [min, max] (and NaN) in none. Exact
+    for integer-valued input such as transformers' expert ids (its MoE routing counts tokens per
+    expert with histc). min == max takes the range from the data at run time: left to the op.
+    """
+    if min == max or not x.is_floating_point():
+        return NotImplemented
+    low, high = float(min), float(max)
+    values = x.reshape(-1)
+    inside = (values >= low) & (values <= high)
+    position = ((values - low) * bins / (high - low)).to(torch.int64).clamp(0, bins - 1)
+    one_hot = (position.unsqueeze(1) == torch.arange(bins, device=x.device)) & inside.unsqueeze(1)
+    return one_hot.to(x.dtype).sum(0)
+
+
+def _grouped_mm(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    offs: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    """Rows [offs[g-1], offs[g]) of x times weight[g] (2-D x 3-D, what MoE experts compute).
+
+    One dense product of every row with every group's weight, (S, K) @ (K, G*N), then each row
+    keeps its own group's columns: G times the arithmetic of the grouped product, in one matrix
+    multiplication the backends tile well, and exact (no data-dependent shapes). Rows past the last
+    offset belong to no group and are zero, as in PyTorch's fallback.
+    """
+    if offs is None or x.dim() != 2 or weight.dim() != 3:
+        return NotImplemented
+    rows, groups, columns = x.shape[0], weight.shape[0], weight.shape[2]
+    group = (torch.arange(rows, device=x.device).unsqueeze(1) >= offs.unsqueeze(0)).sum(1)
+    valid = group < groups
+    every = torch.mm(x, weight.permute(1, 0, 2).reshape(weight.shape[1], groups * columns)).view(
+        rows, groups, columns
+    )
+    index = group.clamp(max=groups - 1).view(rows, 1, 1).expand(rows, 1, columns)
+    result = torch.gather(every, 1, index).squeeze(1)
+    if bias is not None:
+        result = result + bias[group.clamp(max=groups - 1)]
+    result = torch.where(valid.unsqueeze(1), result, torch.zeros_like(result))
+    return result.to(out_dtype) if out_dtype is not None else result
+
+
+def _topk_unsorted(
+    x: torch.Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+) -> tuple[torch.Tensor, torch.Tensor] | object:
+    """topk with sorted=False as the sorted topk (which torch-mlir lowers, to a sort): any order of
+    the k values is an unsorted result, and sorted is one (DeepSeek-V3's expert-group choice)."""
+    if sorted:
+        return NotImplemented
+    return aten.topk.default(x, k, dim, largest, True)
+
+
+def _view(x: torch.Tensor, size: list[int]) -> torch.Tensor | object:
+    """A view of a tensor whose strides no longer allow it, as a contiguous copy then the view.
+
+    torch.export records strides as traced; decompositions can change them. PyTorch's CPU flash
+    attention lays its output out as (sequence, batch, ...), so after `run_decompositions` GPT-2's
+    `attn_output.transpose(1, 2).reshape(...)` (a copy when traced) becomes a view, and the next
+    `x.view(-1, hidden)` cannot merge batch and sequence: "Cannot view a tensor with shape [2, 16,
+    64] and strides (64, 128, 1)" at batch 2, in PyTorch's own run_decompositions. The graph is
+    functional, so a copy computes the same values; a tensor whose strides allow the view (and any
+    of dynamic size) is viewed as before.
+    """
+    sizes = [*x.shape, *size, *x.stride()]
+    if not all(isinstance(value, int) for value in sizes) or _viewable(list(x.shape), list(x.stride()), size):
+        return NotImplemented
+    return aten.view.default(aten.clone.default(x, memory_format=torch.contiguous_format), size)
+
+
+def _viewable(shape: list[int], strides: list[int], size: list[int]) -> bool:
+    """Whether a tensor of `shape` and `strides` can be viewed as `size` (ATen's computeStride):
+    each run of dimensions that is contiguous within itself must map onto whole new dimensions."""
+    numel = math.prod(shape)
+    if numel == 0 or not shape:
+        return True
+    if -1 in size:
+        known = math.prod(d for d in size if d != -1)
+        size = [numel // known if d == -1 else d for d in size]
+    view_d = len(size) - 1
+    base_stride, tensor_numel, view_numel = strides[-1], 1, 1
+    for tensor_d in reversed(range(len(shape))):
+        tensor_numel *= shape[tensor_d]
+        if tensor_d == 0 or (
+            shape[tensor_d - 1] != 1 and strides[tensor_d - 1] != tensor_numel * base_stride
+        ):
+            while view_d >= 0 and (view_numel < tensor_numel or size[view_d] == 1):
+                view_numel *= size[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return False
+            if tensor_d > 0:
+                base_stride, tensor_numel, view_numel = strides[tensor_d - 1], 1, 1
+    return view_d == -1
+
+
 KILN_DECOMPOSITIONS: dict[torch._ops.OperatorBase, Callable[..., object]] = {
     aten.var_mean.correction: _var_mean,
     # Reductions over i1 fail to bufferize in IREE 3.13's CUDA backend; PyTorch's attention
@@ -158,4 +259,34 @@ KILN_DECOMPOSITIONS: dict[torch._ops.OperatorBase, Callable[..., object]] = {
     # torch-to-linalg computes with a whole-number scale (4 -> 6 rows reads rows 0,0,1,1,2,2, not
     # 0,0,1,2,2,3); PyTorch's own decomposition gathers at floor(dst * scale), like 1-D and 3-D.
     aten.upsample_nearest2d.vec: decomposition_table[aten.upsample_nearest2d.vec],
+    # transformers' MoE routing: tokens per expert (histc) and the experts' grouped products.
+    aten.view.default: _view,
+    aten.histc.default: _histc,
+    aten.topk.default: _topk_unsorted,
+    aten._grouped_mm.default: _grouped_mm,
 }
+
+# Custom ops that model libraries register, by (namespace, name): decomposed when the library has
+# registered them (imported its module), since kiln cannot look them up before that.
+LIBRARY_DECOMPOSITIONS: dict[tuple[str, str], Callable[..., object]] = {
+    # transformers' grouped product for experts under torch.export (its integrations/moe.py): the
+    # same contract as aten._grouped_mm, rows past the last offset zero.
+    ("transformers", "grouped_mm_fallback"): _grouped_mm,
+}
+
+
+def kiln_decompositions() -> dict[torch._ops.OperatorBase, Callable[..., object]]:
+    """KILN_DECOMPOSITIONS, and LIBRARY_DECOMPOSITIONS for the custom ops registered by now."""
+    table = dict(KILN_DECOMPOSITIONS)
+    for (namespace, name), function in LIBRARY_DECOMPOSITIONS.items():
+        if _has_schema(namespace, name):
+            table[getattr(getattr(torch.ops, namespace), name).default] = function
+    return table
+
+
+def _has_schema(namespace: str, name: str) -> bool:
+    try:
+        getattr(getattr(torch.ops, namespace), name)
+    except (AttributeError, RuntimeError):
+        return False
+    return True
