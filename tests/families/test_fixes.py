@@ -1,0 +1,135 @@
+"""The fixes the model families needed, each on the smallest module that needs it, compiled for
+llvm-cpu and compared with eager PyTorch (integer results exactly)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import kiln
+from kiln.compiler import importer
+from kiln.compiler.decompositions import _grouped_mm, _histc, _viewable
+from kiln.errors import KilnError
+
+
+def _matches_eager(module: nn.Module, *inputs: torch.Tensor) -> None:
+    module = module.eval()
+    compiled = kiln.compile(module, inputs, target="llvm-cpu")
+    want, got = module(*inputs), compiled(*inputs)
+    want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+    for w, g in zip(want, got, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+
+
+class Histogram(nn.Module):
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return torch.histc(ids.float(), bins=8, min=0, max=7)
+
+
+def test_histc_counts_expert_ids_exactly() -> None:
+    ids = torch.randint(0, 8, (64,), generator=torch.Generator().manual_seed(0))
+    _matches_eager(Histogram(), ids)
+
+
+@pytest.mark.parametrize("bins, low, high", [(8, 0, 7), (10, -2, 2), (5, 0, 8)])
+def test_histc_decomposition_bins_as_pytorch_does(bins: int, low: float, high: float) -> None:
+    """Values on bin edges, at max, outside the range and NaN, against PyTorch's CPU kernel."""
+    values = torch.cat([torch.randn(500) * 3, torch.arange(-3, 9, 0.5), torch.tensor([float("nan"), 7.0001])])
+    assert torch.equal(_histc(values, bins, low, high), torch.histc(values, bins, low, high))
+
+
+class GroupedExperts(nn.Module):
+    """Rows sorted by expert, offsets from histc and cumsum, one grouped product: transformers' MoE
+    under torch.export (its own grouped_mm_fallback op; aten._grouped_mm traces for bf16 only)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4, 16, 8))
+
+    def forward(self, x: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+        sorted_ids, order = torch.sort(ids)
+        counts = torch.histc(sorted_ids.float(), bins=4, min=0, max=3)
+        offsets = torch.cumsum(counts, dim=0, dtype=torch.int32)
+        return torch.ops.transformers.grouped_mm_fallback(x[order], self.weight, offs=offsets)
+
+
+def test_grouped_matmul_by_expert_matches_eager() -> None:
+    pytest.importorskip("transformers.integrations.moe")  # registers the op
+    generator = torch.Generator().manual_seed(1)
+    _matches_eager(GroupedExperts(), torch.randn(12, 16, generator=generator), torch.randint(0, 4, (12,), generator=generator))
+
+
+def test_grouped_mm_decomposition_matches_pytorch() -> None:
+    """Groups of 2, 0 and 6 rows; the last 2 rows belong to no group and are zero."""
+    generator = torch.Generator().manual_seed(5)
+    x, weight = torch.randn(10, 8, generator=generator), torch.randn(3, 8, 4, generator=generator)
+    offsets = torch.tensor([2, 2, 8], dtype=torch.int32)
+    expected = torch.cat([x[:2] @ weight[0], x[2:8] @ weight[2], torch.zeros(2, 4)])
+    torch.testing.assert_close(_grouped_mm(x, weight, offsets), expected)
+    torch.testing.assert_close(_grouped_mm(x, weight, offsets)[:8], torch._grouped_mm(x, weight, offs=offsets)[:8])
+
+
+class TopUnsorted(nn.Module):
+    def forward(self, scores: torch.Tensor) -> torch.Tensor:
+        values, indices = torch.topk(scores, k=2, dim=-1, sorted=False)
+        return (values * indices).sum(-1)  # independent of the order of the k values
+
+
+def test_topk_unsorted_compiles() -> None:
+    _matches_eager(TopUnsorted(), torch.randn(6, 5, generator=torch.Generator().manual_seed(2)))
+
+
+class AttentionThenView(nn.Module):
+    """GPT-2's attention output path: SDPA, transpose, reshape, then `view(-1, hidden)`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(64, 64)
+
+    def forward(self, q: torch.Tensor) -> torch.Tensor:
+        attended = nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+        merged = attended.transpose(1, 2).reshape(q.shape[0], q.shape[2], 64)
+        return self.proj(merged.view(-1, merged.size(-1)))
+
+
+def test_a_view_after_attention_at_batch_two() -> None:
+    """PyTorch's own run_decompositions fails here ("Cannot view a tensor with shape [2, 16, 64] and
+    strides (64, 128, 1)"): CPU flash attention lays its output out sequence-major."""
+    _matches_eager(AttentionThenView(), torch.randn(2, 4, 16, 16, generator=torch.Generator().manual_seed(3)))
+
+
+def test_viewable_follows_aten() -> None:
+    x = torch.empty(2, 16, 64).transpose(0, 1).contiguous().transpose(0, 1)  # strides (64, 128, 1)
+    assert not _viewable(list(x.shape), list(x.stride()), [32, 64])
+    assert _viewable(list(x.shape), list(x.stride()), [2, 16, 8, 8])
+    assert _viewable([4, 6], [6, 1], [-1])
+
+
+class TableLookup(nn.Module):
+    """Swin's relative position bias: a parameter indexed by a constant index buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(9, 2))
+        self.register_buffer("index", torch.randint(0, 9, (4, 4), generator=torch.Generator().manual_seed(4)), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.table[self.index].permute(2, 0, 1)
+
+
+def test_a_weight_indexed_by_a_constant_buffer() -> None:
+    _matches_eager(TableLookup(), torch.randn(2, 4, 4))
+
+
+def test_an_importer_assertion_is_a_kiln_error_naming_op_and_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the clone, torch-mlir's importer asserts; the user sees a KilnError with the op and
+    the model's line, not the AssertionError."""
+    monkeypatch.setattr(importer, "_weights_out_of_lists", lambda program: None)
+    with pytest.raises(KilnError) as caught:
+        kiln.compile(TableLookup(), (torch.randn(2, 4, 4),), target="llvm-cpu")
+    message = str(caught.value)
+    assert caught.value.stage == "aten"
+    assert "op aten.index.Tensor at " in message and "test_fixes.py:" in message
+    assert "AssertionError: Heterogeneous lists are not supported" in message
