@@ -237,6 +237,90 @@ def _viewable(shape: list[int], strides: list[int], size: list[int]) -> bool:
     return view_d == -1
 
 
+def _avg_pool2d_ceil(
+    x: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int] | None = None,
+    padding: list[int] | int = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> torch.Tensor | object:
+    """avg_pool2d with ceil_mode as a floor-mode pooling of an explicitly padded input.
+
+    torch-mlir lowers ceil_mode by padding the input by a whole stride more at the end of each
+    dimension, whatever the remainder: Funnel's (2, 1) pooling of a 64-wide hidden state reads a
+    65-wide input, and iree-compile rejects the pooling ("inferred ... to be 65, but found 64").
+    Here each dimension is padded to exactly what the last window reads; the sums are divided by
+    each window's count as PyTorch counts it (padding included or not, the ceil-mode overhang never).
+    """
+    if not ceil_mode or x.dim() != 4 or not all(isinstance(d, int) for d in x.shape):
+        return NotImplemented
+    kernel = _pair(kernel_size)
+    strides = _pair(stride) if stride else kernel
+    pads = _pair(padding)
+    sizes = x.shape[-2:]
+    outputs = [_pooled_size(size, k, s, p) for size, k, s, p in zip(sizes, kernel, strides, pads, strict=True)]
+    needed = [(out - 1) * s + k for out, s, k in zip(outputs, strides, kernel, strict=True)]
+    widths = [pads[1], needed[1] - sizes[1] - pads[1], pads[0], needed[0] - sizes[0] - pads[0]]
+    padded = aten.constant_pad_nd.default(x, widths, 0.0)
+    area = kernel[0] * kernel[1]
+    sums = aten.avg_pool2d.default(padded, kernel, strides, [0, 0], False, True, None) * area
+    if divisor_override:
+        return sums / divisor_override
+    masks = []
+    for size, pad, length in zip(sizes, pads, needed, strict=True):
+        index = torch.arange(length, device=x.device)
+        masks.append((index < size + 2 * pad) if count_include_pad else ((index >= pad) & (index < pad + size)))
+    counted = (masks[0].unsqueeze(1) & masks[1].unsqueeze(0)).to(x.dtype).view(1, 1, needed[0], needed[1])
+    counts = aten.avg_pool2d.default(counted, kernel, strides, [0, 0], False, True, None) * area
+    return sums / counts
+
+
+def _pair(value: list[int] | int) -> list[int]:
+    return [value, value] if isinstance(value, int) else list(value) * (2 // len(value))
+
+
+def _pooled_size(size: int, kernel: int, stride: int, pad: int) -> int:
+    """PyTorch's ceil-mode output size: the last window must start inside the input or its padding."""
+    out = -(-(size + 2 * pad - kernel) // stride) + 1
+    return out - 1 if (out - 1) * stride >= size + pad else out
+
+
+def _convolution(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    transposed: bool,
+    output_padding: list[int],
+    groups: int,
+) -> torch.Tensor | object:
+    """A convolution with a single output row or column whose padded input is longer than its one
+    window: padded explicitly to exactly the window.
+
+    iree-compile rejects such a convolution (timm's SelecSLS: a 3x3, stride-2, padding-1
+    convolution of a 2x2 input, "inferred ... to be 4, but found 3"); any other output size with
+    the same overhang compiles, so only this case changes.
+    """
+    spatial = x.dim() - 2
+    if transposed or spatial < 1 or not all(isinstance(d, int) for d in (*x.shape, *weight.shape)):
+        return NotImplemented
+    extents = [x.shape[2 + i] + 2 * padding[i] for i in range(spatial)]
+    reach = [dilation[i] * (weight.shape[2 + i] - 1) + 1 for i in range(spatial)]
+    outputs = [(extent - span) // stride[i] + 1 for i, (extent, span) in enumerate(zip(extents, reach, strict=True))]
+    if not any(out == 1 and extent > span for out, extent, span in zip(outputs, extents, reach, strict=True)):
+        return NotImplemented
+    widths: list[int] = []
+    for i in reversed(range(spatial)):  # constant_pad_nd lists the last dimension first
+        needed = (outputs[i] - 1) * stride[i] + reach[i]
+        widths += [padding[i], needed - x.shape[2 + i] - padding[i]]
+    padded = aten.constant_pad_nd.default(x, widths, 0.0)
+    return aten.convolution.default(padded, weight, bias, stride, [0] * spatial, dilation, False, output_padding, groups)
+
+
 KILN_DECOMPOSITIONS: dict[torch._ops.OperatorBase, Callable[..., object]] = {
     aten.var_mean.correction: _var_mean,
     # Reductions over i1 fail to bufferize in IREE 3.13's CUDA backend; PyTorch's attention
@@ -261,6 +345,9 @@ KILN_DECOMPOSITIONS: dict[torch._ops.OperatorBase, Callable[..., object]] = {
     aten.upsample_nearest2d.vec: decomposition_table[aten.upsample_nearest2d.vec],
     # transformers' MoE routing: tokens per expert (histc) and the experts' grouped products.
     aten.view.default: _view,
+    # Shapes iree-compile rejects: a padded input longer than the windows read.
+    aten.avg_pool2d.default: _avg_pool2d_ceil,
+    aten.convolution.default: _convolution,
     aten.histc.default: _histc,
     aten.topk.default: _topk_unsorted,
     aten._grouped_mm.default: _grouped_mm,
@@ -290,3 +377,55 @@ def _has_schema(namespace: str, name: str) -> bool:
     except (AttributeError, RuntimeError):
         return False
     return True
+
+
+def real_ffts_as_matmuls(program: torch.export.ExportedProgram) -> None:
+    """Replace `real(fftn(x))` and `imag(fftn(x))` of a real x by discrete Fourier transforms as
+    matrix products, in place, before the decompositions.
+
+    kiln has no complex tensors: an FFT's complex result cannot reach IREE, and torch-mlir imports
+    fft_fftn as an opaque op. A model that keeps only the real or imaginary part of the transform
+    (FNet mixes tokens with `fftn(x, dim=(1, 2)).real`) needs none: along each transformed
+    dimension of size n, the real and imaginary parts go through n x n cosine and sine matrices
+    (exact angles: j*k mod n before scaling). O(n^2) per dimension where an FFT is O(n log n):
+    right for the sequence and hidden sizes of such models, not for long signals. Other uses of
+    fftn stay, and fail as before with the op named.
+    """
+    graph = program.graph_module.graph
+    parts = {torch.ops.aten.real.default: 0, torch.ops.aten.imag.default: 1}
+    for node in list(graph.nodes):
+        if node.target not in parts or getattr(node.args[0], "target", None) != aten.fft_fftn.default:
+            continue
+        fft = node.args[0]
+        x = fft.args[0]
+        arguments = dict(zip(("s", "dim", "norm"), fft.args[1:], strict=False)) | dict(fft.kwargs)
+        if arguments.get("s") is not None or x.meta["val"].is_complex():
+            continue
+        with graph.inserting_before(node):
+            replacement = graph.call_function(_dft_part, (x, arguments.get("dim"), arguments.get("norm"), parts[node.target]))
+        replacement.meta = dict(node.meta)
+        node.replace_all_uses_with(replacement)
+        graph.erase_node(node)
+        if not fft.users:
+            graph.erase_node(fft)
+    program.graph_module.recompile()
+
+
+def _dft_part(x: torch.Tensor, dims: list[int] | None, norm: str | None, part: int) -> torch.Tensor:
+    """The real (part 0) or imaginary (part 1) part of fftn(x, dim=dims, norm=norm) for a real x."""
+    dims = list(range(x.dim())) if dims is None else [d % x.dim() for d in dims]
+    real, imaginary = x, None
+    for dim in dims:
+        n = x.shape[dim]
+        index = torch.arange(n, device=x.device)
+        angle = (index.unsqueeze(1) * index.unsqueeze(0) % n).to(x.dtype) * (2 * math.pi / n)
+        cos, sin = torch.cos(angle), torch.sin(angle)
+        scale = {None: 1.0, "backward": 1.0, "ortho": 1 / math.sqrt(n), "forward": 1 / n}[norm]
+        moved_real = real.movedim(dim, -1)
+        new_real, new_imaginary = moved_real @ cos, -(moved_real @ sin)
+        if imaginary is not None:
+            moved_imaginary = imaginary.movedim(dim, -1)
+            new_real = new_real + moved_imaginary @ sin
+            new_imaginary = new_imaginary + moved_imaginary @ cos
+        real, imaginary = (new_real * scale).movedim(-1, dim), (new_imaginary * scale).movedim(-1, dim)
+    return real if part == 0 else imaginary

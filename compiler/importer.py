@@ -19,7 +19,7 @@ from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 
 from kiln.errors import KilnError
 
-from .decompositions import kiln_decompositions
+from .decompositions import kiln_decompositions, real_ffts_as_matmuls
 from .weights import Parameters, WeightHooks
 
 STAGE = "aten"
@@ -52,6 +52,7 @@ def import_program(
     hooks = WeightHooks(module, external=external_weights)
     for name, program in programs.items():
         try:
+            real_ffts_as_matmuls(program)
             decomposed = program.run_decompositions(decomposition_table(keep_fused))
             # The frozen import looks up every buffer in the state dict, but torch.export keeps
             # non-persistent buffers (e.g. BERT's position_ids) among the constants.

@@ -133,3 +133,50 @@ def test_an_importer_assertion_is_a_kiln_error_naming_op_and_line(monkeypatch: p
     assert caught.value.stage == "aten"
     assert "op aten.index.Tensor at " in message and "test_fixes.py:" in message
     assert "AssertionError: Heterogeneous lists are not supported" in message
+
+
+class FourierMix(nn.Module):
+    """FNet's token mixing: the real part of a 2-D FFT over sequence and hidden dimensions."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.fft.fftn(x, dim=(1, 2)).real + torch.fft.fftn(x, dim=(2,), norm="ortho").imag
+
+
+def test_the_real_part_of_an_fft_is_a_matmul() -> None:
+    x = torch.randn(2, 16, 32, generator=torch.Generator().manual_seed(6))
+    module = FourierMix()
+    compiled = kiln.compile(module, (x,), target="llvm-cpu")
+    torch.testing.assert_close(compiled(x), module(x), rtol=1e-4, atol=1e-4)  # 16x32 sums of f32 products
+
+
+class CeilPooling(nn.Module):
+    """Funnel's pooling: a (2, 1) window, ceil_mode, over a hidden state of odd length."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return nn.functional.avg_pool2d(x, (2, 1), stride=(2, 1), ceil_mode=True) + nn.functional.avg_pool2d(
+            x, 3, stride=2, padding=1, ceil_mode=True, count_include_pad=False
+        ).sum()
+
+
+def test_ceil_mode_pooling_of_an_odd_length() -> None:
+    _matches_eager(CeilPooling(), torch.randn(2, 1, 15, 64))
+
+
+def test_a_convolution_with_one_output_row_and_overhang() -> None:
+    """SelecSLS's last stage: 3x3, stride 2, padding 1 on a 2x2 input."""
+    _matches_eager(nn.Conv2d(8, 4, 3, stride=2, padding=1), torch.randn(2, 8, 2, 2))
+
+
+class BranchOnValue(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if (x > 0).any().item():  # data-dependent: Longformer's `if is_global_attn:`
+            return x * 2
+        return x
+
+
+def test_a_data_dependent_branch_names_the_models_line() -> None:
+    with pytest.raises(KilnError) as caught:
+        kiln.compile(BranchOnValue(), (torch.randn(3),), target="llvm-cpu")
+    assert caught.value.stage == "exported"
+    assert "test_fixes.py:" in caught.value.message and "(`if (x > 0).any().item():" in caught.value.message
+    assert caught.value.hint is not None and "torch.cond" in caught.value.hint
