@@ -25,14 +25,14 @@ from types import ModuleType
 import torch
 
 ZOO = Path(__file__).resolve().parent.parent / "examples" / "zoo"
-MODELS = ("gpt2", "bert", "resnet50", "vit")
+MODELS = ("gpt2", "bert", "resnet50", "vit", "mixtral")
 
 
-def compile_zoo(target: str, gpu_arch: str | None, out: Path) -> None:
+def compile_zoo(target: str, gpu_arch: str | None, out: Path, models: tuple[str, ...] = MODELS) -> None:
     out.mkdir(parents=True, exist_ok=True)
     records = {}
     kiln = str(Path(sys.executable).parent / "kiln")
-    for name in MODELS:
+    for name in models:
         command = [kiln, "compile", str(ZOO / f"{name}.py"), "-o", str(out / f"{name}.vmfb"), "-q"]
         command += ["--target", target, "--params", "external", "--dump-dir", str(out / f"{name}.stages")]
         command += ["--gpu-arch", gpu_arch] if gpu_arch else []
@@ -49,7 +49,7 @@ def compile_zoo(target: str, gpu_arch: str | None, out: Path) -> None:
     (out / "compile.json").write_text(json.dumps({"target": target, "gpu_arch": gpu_arch, "models": records}, indent=2))
 
 
-def run_zoo(out: Path, device: str | None) -> str:
+def run_zoo(out: Path, device: str | None, inductor: bool = False) -> str:
     import iree.runtime as rt
 
     import kiln
@@ -59,10 +59,11 @@ def run_zoo(out: Path, device: str | None) -> str:
 
     compiled = json.loads((out / "compile.json").read_text())
     rows = [
-        "| model | parameters | compile | .vmfb | .irpa | kiln | eager | rel. L2 error vs eager |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | parameters | compile | .vmfb | .irpa | kiln | eager | rel. L2 error vs eager |"
+        + (" Inductor |" if inductor else ""),
+        "|---|---|---|---|---|---|---|---|" + ("---|" if inductor else ""),
     ]
-    settings = Settings(warmup=3, iterations=20, budget_s=10.0, inductor=False)
+    settings = Settings(warmup=3, iterations=20, budget_s=10.0, inductor=inductor)
     torch_device = "cpu"
     for name, record in compiled["models"].items():
         model_file = _load(ZOO / f"{name}.py")
@@ -78,11 +79,16 @@ def run_zoo(out: Path, device: str | None) -> str:
             f"| {name} | {count:.1f}M | {record['compile_s']:.0f} s | {record['vmfb_mib']:.2f} MiB "
             f"| {record['irpa_mib']:.0f} MiB | {timings['kiln'].median_ms:.2f} ms | {timings['eager'].median_ms:.2f} ms "
             f"| {numerics.rel_l2_error:.1e} {'ok' if numerics.ok else 'MISMATCH'} |"
+            + (f" {_median(timings, 'inductor')} |" if inductor else "")
         )
         print(rows[-1], flush=True)
     machine, versions = environment(torch_device)
     header = f"target {compiled['target']}" + (f" ({compiled['gpu_arch']})" if compiled["gpu_arch"] else "")
     return "\n".join([f"{header}; machine: {machine}; versions: {versions}", "", *rows])
+
+
+def _median(timings: dict, key: str) -> str:
+    return f"{timings[key].median_ms:.2f} ms" if key in timings else "failed"
 
 
 def _load(path: Path) -> ModuleType:
@@ -100,19 +106,21 @@ def main() -> None:
     compile_parser.add_argument("--target", default="llvm-cpu")
     compile_parser.add_argument("--gpu-arch")
     compile_parser.add_argument("-o", "--out", type=Path, required=True)
+    compile_parser.add_argument("--models", nargs="+", choices=MODELS, default=MODELS, help="default: all")
     run_parser = commands.add_parser("run", help="check and time compiled zoo models")
     run_parser.add_argument("out", type=Path)
     run_parser.add_argument("--device")
+    run_parser.add_argument("--inductor", action="store_true", help="also time torch.compile")
     arguments = parser.parse_args()
     if arguments.command == "compile":
-        compile_zoo(arguments.target, arguments.gpu_arch, arguments.out)
+        compile_zoo(arguments.target, arguments.gpu_arch, arguments.out, tuple(arguments.models))
     else:
         torch.manual_seed(0)
         # The reference computes in f32 as the artifact does: no TF32 in cuDNN's convolutions (torch's
         # default) or in matmuls, whose error ResNet-50's random-init activations amplify past 1e-3.
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
-        print(run_zoo(arguments.out, arguments.device))
+        print(run_zoo(arguments.out, arguments.device, arguments.inductor))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from kiln.runtime.manifest import FunctionSpec, Manifest, function_spec
 from .artifact import Compiled, versions
 from .capture import Exported, capture
 from .importer import import_program
-from .iree_backend import iree_compile
+from .iree_backend import iree_compile_with_workarounds
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .signature import Signature, signature_of
@@ -320,13 +320,13 @@ def _shorten(text: str, limit: int = 240) -> str:
 def _backend(program: Program, context: StageContext) -> Compiled:
     resolved = context.resolved
     text = program.module.operation.get_asm(enable_debug_info=True)
-    vmfb = iree_compile(text, list(resolved.iree_flags), context.dump_stem, context.input_dump)
+    vmfb, flags = iree_compile_with_workarounds(text, list(resolved.iree_flags), context.dump_stem, context.input_dump)
     manifest = Manifest(
         functions=program.functions,
         target=resolved.target.name,
         driver=resolved.target.driver,
         target_details=resolved.details,
-        iree_flags=resolved.iree_flags,
+        iree_flags=type(resolved.iree_flags)(flags),
         versions=versions(),
         source=_source_of(context),
         precision=program.precision,

@@ -180,3 +180,25 @@ def test_a_data_dependent_branch_names_the_models_line() -> None:
     assert caught.value.stage == "exported"
     assert "test_fixes.py:" in caught.value.message and "(`if (x > 0).any().item():" in caught.value.message
     assert caught.value.hint is not None and "torch.cond" in caught.value.hint
+
+
+def test_a_cuda_distribution_failure_is_retried_with_the_other_reduction_pipeline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whisper's encoder layer norm fails in IREE's reduction vector distribution on cuda ("'func.func'
+    op failed to distribute"); the retry adds the flag, and only for that failure on that target."""
+    from kiln.compiler import iree_backend
+
+    calls: list[list[str]] = []
+
+    def fake_compile(text: str, flags: list[str], dump: object, reproducer: object) -> bytes:
+        calls.append(flags)
+        if "--iree-codegen-llvmgpu-use-reduction-vector-distribution=false" not in flags:
+            raise KilnError("iree-compile failed: x.py:1:0: error: 'func.func' op failed to distribute", stage="vmfb")
+        return b"vmfb"
+
+    monkeypatch.setattr(iree_backend, "iree_compile", fake_compile)
+    cuda = ["--iree-hal-target-device=cuda", "--iree-cuda-target=sm_80"]
+    vmfb, flags = iree_backend.iree_compile_with_workarounds("module", cuda, None, None)
+    assert vmfb == b"vmfb" and flags == [*cuda, "--iree-codegen-llvmgpu-use-reduction-vector-distribution=false"]
+    assert calls == [cuda, flags]
+    with pytest.raises(KilnError, match="failed to distribute"):  # another target: no retry
+        iree_backend.iree_compile_with_workarounds("module", ["--iree-hal-target-device=local"], None, None)
