@@ -44,7 +44,7 @@ $(MODELS_VENV)/.installed: pyproject.toml
 	touch $@
 
 lint: install
-	$(BIN)/ruff check kiln compiler passes runtime cli examples tests benchmarks
+	$(BIN)/ruff check kiln compiler passes runtime measure tune conformance cli examples tests benchmarks
 
 clean:
 	rm -rf $(BUILD) .pytest_cache *.stages
