@@ -29,7 +29,7 @@ from kiln.measure.timing import environment, torch_device_for
 
 ROOT = Path(__file__).resolve().parent.parent
 ZOO = ROOT / "examples" / "zoo"
-MODELS = ("gpt2", "bert", "resnet50", "vit", "mixtral")
+MODELS = ("gpt2", "bert", "resnet50", "vit", "mixtral", "whisper")
 
 
 def compile_zoo(target: str, gpu_arch: str | None, out: Path, names: tuple[str, ...]) -> None:
