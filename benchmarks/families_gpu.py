@@ -37,8 +37,9 @@ SUBSET = (
 )  # fmt: skip
 
 
-def compile_families(out: Path, patterns: tuple[str, ...], gpu_arch: str) -> None:
+def compile_families(out: Path, patterns: tuple[str, ...], gpu_arch: str, target: str = "cuda") -> None:
     from kiln.compiler import CompileOptions, run_pipeline, spec_from_module
+    from kiln.compiler.targets import get_target
     from kiln.conformance.families import FAMILIES
 
     out.mkdir(parents=True, exist_ok=True)
@@ -52,7 +53,7 @@ def compile_families(out: Path, patterns: tuple[str, ...], gpu_arch: str) -> Non
                 expected = module(*inputs)
             entry = replace(entry, reference=write_reference(out, family.name, {"main": {"inputs": list(inputs), "expected": [expected]}}))
             start = time.perf_counter()
-            options = CompileOptions(target="cuda", gpu_arch=gpu_arch, params="inline")
+            options = CompileOptions(target=target, gpu_arch=gpu_arch if target == "cuda" else None, params="inline")
             compiled = run_pipeline(spec_from_module(module, inputs), options).compiled
             assert compiled is not None
             entry = replace(add_artifact(out, entry, compiled), compile_s=round(time.perf_counter() - start, 1))
@@ -63,8 +64,8 @@ def compile_families(out: Path, patterns: tuple[str, ...], gpu_arch: str) -> Non
         entries.append(entry)
     machine, versions = environment("cpu")
     Bundle(
-        target="cuda",
-        driver="cuda",
+        target=target,
+        driver=get_target(target).driver,
         created=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         command=" ".join(["python", "benchmarks/families_gpu.py", *sys.argv[1:]]),
         compiled_on=machine,
@@ -86,7 +87,7 @@ def run_families(folder: Path, device: str) -> list[dict[str, object]]:
             continue
         try:
             reference = read_reference(folder, entry)["main"]
-            inputs = [tensor.to("cuda") for tensor in reference["inputs"]]
+            inputs = [tensor.to("cuda" if device.startswith("cuda") else "cpu") for tensor in reference["inputs"]]
             actual = open_entry(folder, entry, device)(*inputs)
             actual = list(actual) if isinstance(actual, tuple) else [actual]
             comparisons = compare_all([tensor.cpu() for tensor in actual], reference["expected"])
@@ -108,14 +109,15 @@ def main() -> None:
 @click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="The bundle folder to write.")
 @click.option("--only", "patterns", multiple=True, metavar="GLOB", help="Families to compile [default: the cuda subset].")
 @click.option("--gpu-arch", default="sm_80", show_default=True)
-def compile_command(out: Path, patterns: tuple[str, ...], gpu_arch: str) -> None:
+@click.option("--target", type=click.Choice(["cuda", "llvm-cpu"]), default="cuda", show_default=True, help="llvm-cpu: to try the run side here.")
+def compile_command(out: Path, patterns: tuple[str, ...], gpu_arch: str, target: str) -> None:
     """Compile the families for cuda into a bundle, with CPU eager references."""
-    compile_families(out, patterns or SUBSET, gpu_arch)
+    compile_families(out, patterns or SUBSET, gpu_arch, target)
 
 
 @main.command("run")
 @click.argument("folder", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("--device", default="cuda", show_default=True)
+@click.option("--device", default="cuda", show_default=True, help="cuda, cuda:1; cpu for an llvm-cpu bundle.")
 def run_command(folder: Path, device: str) -> None:
     """Run each family's artifact on the GPU and compare it with the CPU eager reference."""
     rows = run_families(folder, device)
@@ -124,7 +126,7 @@ def run_command(folder: Path, device: str) -> None:
         error = f"{row['rel_l2']:.1e}" if "rel_l2" in row else ""
         click.echo(f"| {row['family']} | {row['compile_s'] or ''} | {row['result']} | {error} |")
     passed = sum(row["result"] == "pass" for row in rows)
-    click.echo(f"\ncuda: {passed} of {len(rows)} families match the eager reference")
+    click.echo(f"\n{device}: {passed} of {len(rows)} families match the eager reference")
     (folder / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
 
 
