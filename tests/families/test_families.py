@@ -90,13 +90,12 @@ def test_kiln_families_lists_the_fast_subset() -> None:
 
 
 def test_kiln_families_merges_into_the_record(tmp_path: Path) -> None:
-    pytest.importorskip("timm")
     status, table = tmp_path / "families.json", tmp_path / "FAMILIES.md"
     write_status({"bert": {"llvm-cpu": Outcome(PASS, seconds=1.0, rel_l2=1e-7)}}, status)
-    result = CliRunner().invoke(kiln, ["families", "--only", "timm_mobilenetv3", "-o", str(table), "--status", str(status)])
+    result = CliRunner().invoke(kiln, ["families", "--only", "distilbert", "-o", str(table), "--status", str(status)])
     assert result.exit_code == 0, result.output
     assert "llvm-cpu: 1 of 1 families pass" in result.output
     recorded = read_status(status)
-    assert recorded["timm_mobilenetv3"]["llvm-cpu"].status == PASS
+    assert recorded["distilbert"]["llvm-cpu"].status == PASS
     assert recorded["bert"]["llvm-cpu"] == Outcome(PASS, seconds=1.0, rel_l2=1e-7)  # kept: not run this time
-    assert "| `timm_mobilenetv3` | timm | pass |" in table.read_text()
+    assert "| `distilbert` | transformers | pass |" in table.read_text()
