@@ -170,6 +170,8 @@ def run_pipeline(
         except KilnError as error:
             error.stage = error.stage or stage.name
             raise
+        except Exception as error:  # a kiln bug or a library's: still one KilnError, with the stage
+            raise _internal_error(error, stage.name, input_dump) from error
         seconds = time.perf_counter() - start
         dump = stem.with_name(stem.name + stage.suffix) if stem is not None and stage.suffix else None
         if dump is not None:
@@ -180,6 +182,17 @@ def run_pipeline(
         if stage.name == options.stop_after:
             return Compilation(None, tuple(reports), resolved, spec)
     return Compilation(value, tuple(reports), resolved, spec)
+
+
+def _internal_error(error: Exception, stage: str, input_dump: Path | None) -> KilnError:
+    text = str(error).strip()
+    first = text.splitlines()[0] if text else "(no message)"
+    return KilnError(
+        f"internal error: {type(error).__name__}: {_shorten(first)}",
+        stage=stage,
+        file=input_dump,
+        hint="a kiln bug, not the model's: --debug shows the traceback; the file above is the stage's input",
+    )
 
 
 def _unknown_stage(

@@ -202,3 +202,17 @@ def test_a_cuda_distribution_failure_is_retried_with_the_other_reduction_pipelin
     assert calls == [cuda, flags]
     with pytest.raises(KilnError, match="failed to distribute"):  # another target: no retry
         iree_backend.iree_compile_with_workarounds("module", ["--iree-hal-target-device=local"], None, None)
+
+
+def test_no_exception_from_inside_kiln_reaches_the_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever a stage raises, the caller gets one KilnError naming the stage."""
+    from kiln.compiler import pipeline
+
+    def broken_import(*args: object, **kwargs: object) -> None:
+        raise ValueError("a library's own error\nwith a second line")
+
+    monkeypatch.setattr(pipeline, "import_program", broken_import)
+    with pytest.raises(KilnError) as caught:
+        kiln.compile(nn.Linear(4, 4), (torch.randn(2, 4),), target="llvm-cpu")
+    assert caught.value.stage == "aten"
+    assert caught.value.message == "internal error: ValueError: a library's own error"
