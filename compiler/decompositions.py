@@ -429,3 +429,30 @@ def _dft_part(x: torch.Tensor, dims: list[int] | None, norm: str | None, part: i
             new_imaginary = new_imaginary + moved_imaginary @ cos
         real, imaginary = (new_real * scale).movedim(-1, dim), (new_imaginary * scale).movedim(-1, dim)
     return real if part == 0 else imaginary
+
+
+def attention_masks_at_full_batch(program: torch.export.ExportedProgram) -> None:
+    """Broadcast each scaled_dot_product_attention mask to the query's batch dimensions, in place.
+
+    For the torch hand-off, which keeps attention whole for IREE: IREE's torch input pipeline
+    lowers it to `tm_tensor.attention`, which requires the mask's batch dimensions to equal the
+    query's and does not broadcast ("query and mask batch dimension mismatch": TinyViT's attention
+    bias, one per head, for every window of the batch). An explicit expand is what PyTorch's
+    broadcasting means; kiln's own lowering (the linalg hand-off) broadcasts either way.
+    """
+    graph = program.graph_module.graph
+    for node in list(graph.nodes):
+        if node.target != aten.scaled_dot_product_attention.default:
+            continue
+        mask = node.args[3] if len(node.args) > 3 else node.kwargs.get("attn_mask")
+        if not isinstance(mask, torch.fx.Node):
+            continue
+        query, mask_value = node.args[0].meta["val"], mask.meta["val"]
+        full = [*query.shape[:-1], mask_value.shape[-1]]
+        if list(mask_value.shape) == full:
+            continue
+        with graph.inserting_before(node):
+            expanded = graph.call_function(aten.expand.default, (mask, full))
+        expanded.meta["val"] = mask_value.expand(full)
+        node.replace_input_with(mask, expanded)
+    program.graph_module.recompile()

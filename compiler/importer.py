@@ -19,7 +19,7 @@ from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 
 from kiln.errors import KilnError
 
-from .decompositions import kiln_decompositions, real_ffts_as_matmuls
+from .decompositions import attention_masks_at_full_batch, kiln_decompositions, real_ffts_as_matmuls
 from .weights import Parameters, WeightHooks
 
 STAGE = "aten"
@@ -53,6 +53,8 @@ def import_program(
     for name, program in programs.items():
         try:
             real_ffts_as_matmuls(program)
+            if keep_fused:
+                attention_masks_at_full_batch(program)
             decomposed = program.run_decompositions(decomposition_table(keep_fused))
             # The frozen import looks up every buffer in the state dict, but torch.export keeps
             # non-persistent buffers (e.g. BERT's position_ids) among the constants.

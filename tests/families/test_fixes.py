@@ -216,3 +216,25 @@ def test_no_exception_from_inside_kiln_reaches_the_user(monkeypatch: pytest.Monk
         kiln.compile(nn.Linear(4, 4), (torch.randn(2, 4),), target="llvm-cpu")
     assert caught.value.stage == "aten"
     assert caught.value.message == "internal error: ValueError: a library's own error"
+
+
+class WindowAttention(nn.Module):
+    """TinyViT's attention: a per-head bias, broadcast over the batch of windows."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bias = nn.Parameter(torch.randn(4, 8, 8))
+
+    def forward(self, q: torch.Tensor) -> torch.Tensor:
+        return nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=self.bias)
+
+
+def test_an_attention_mask_broadcast_over_the_batch_at_the_torch_hand_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """IREE's fused attention needs the mask at the query's batch; without the expand it fails."""
+    q = torch.randn(3, 4, 8, 16, generator=torch.Generator().manual_seed(7))
+    module = WindowAttention().eval()
+    compiled = kiln.compile(module, (q,), target="llvm-cpu", handoff="torch")
+    torch.testing.assert_close(compiled(q), module(q), rtol=1e-4, atol=1e-4)
+    monkeypatch.setattr(importer, "attention_masks_at_full_batch", lambda program: None)
+    with pytest.raises(KilnError, match="query and mask batch dimension mismatch"):
+        kiln.compile(module, (q,), target="llvm-cpu", handoff="torch")
