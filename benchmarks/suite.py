@@ -12,7 +12,8 @@ file lists its `DTYPES` and `BATCHES` and takes them as `get_model(dtype=...)` a
 `get_example_inputs(batch=..., dtype=...)`; its defaults make it a plain model file for `kiln
 compile`. `compile` writes a bundle folder (kiln.measure.bundle: one artifact and manifest per case,
 `bundle.json` with the cases, their compile times and the compile machine; with `--thin` the weights
-stay behind and the model files restore them there). `time` writes `results/<target>-<device>.json`
+stay behind and the model files restore them there), and `one_add.vmfb`, kiln.measure.overhead's
+one-add model, whose times give each report's per-call overhead. `time` writes `results/<target>-<device>.json`
 and `.md`, after every case, so a run stopped at a time limit keeps what it measured; `--resume`
 carries on from such a file. benchmarks/README.md says how to run it on the GPU machine.
 """
