@@ -14,8 +14,9 @@ def _aten(*names: str) -> frozenset[str]:
     return frozenset(f"torch.aten.{name}" for name in names)
 
 
-# The module's frame: functions, constants, lists, literal tensors, and weights kept outside the
-# IR (compiler/weights.py loads them as ml_program globals).
+# The module's frame: functions, constants, lists, literal tensors, weights kept outside the IR
+# (compiler/weights.py loads them as ml_program globals), and state the module keeps across calls
+# (compiler/boundary.py: a mutable global, loaded and stored).
 STRUCTURE = frozenset(
     {
         "builtin.module",
@@ -23,7 +24,10 @@ STRUCTURE = frozenset(
         "func.return",
         "ml_program.global",
         "ml_program.global_load_const",
+        "ml_program.global_load",
+        "ml_program.global_store",
         "torch_c.from_builtin_tensor",
+        "torch_c.to_builtin_tensor",
         "torch.constant.int",
         "torch.constant.float",
         "torch.constant.bool",

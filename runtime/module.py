@@ -15,6 +15,7 @@ import torch
 
 from kiln.errors import KilnError
 
+from . import convention
 from .devices import iree_reason, open_device
 from .manifest import PARAMETER_SCOPE, FunctionSpec, Manifest, TensorSpec, manifest_path, parameters_path
 from .tensors import dtype_name, to_device, to_host_array, to_torch
@@ -88,25 +89,39 @@ class Function:
         self._function = function
         self._device = device
 
-    def __call__(self, *args: Value, as_numpy: bool = False) -> Any:
+    def __call__(self, *args: Any, as_numpy: bool = False) -> Any:
+        """Call as forward is called: its arguments in, its result out (convention.py)."""
+        return convention.results(self.spec, self.flat(*convention.arguments(self.spec, args), as_numpy=as_numpy))
+
+    def flat(self, *args: Value, as_numpy: bool = False) -> tuple[Any, ...]:
+        """Call with the function's input tensors in the manifest's order; returns its output tensors.
+
+        An input forward mutates gets its new value copied back (convention.write_back).
+        """
         inputs = self.spec.inputs
         if len(args) != len(inputs):
             expected = ", ".join(spec.describe() for spec in inputs)
             raise KilnError(f"expected {len(inputs)} input(s) ({expected}), got {len(args)}", stage=STAGE)
         sizes: dict[str, tuple[int, str]] = {}  # dynamic size symbol -> (size, the input that set it)
-        arrays = [self._checked(spec, value, sizes) for spec, value in zip(inputs, args, strict=True)]
+        arrays = [
+            convention.to_carried(self._checked(spec, value, sizes), spec) for spec, value in zip(inputs, args, strict=True)
+        ]
         try:
             results = self._function(
-                *(to_device(self._device, array, spec.dtype) for array, spec in zip(arrays, inputs, strict=True))
+                *(to_device(self._device, array, spec.carried_as or spec.dtype) for array, spec in zip(arrays, inputs, strict=True))
             )
             if not isinstance(results, tuple):
                 results = (results,)
             host = [result.to_host() for result in results]
         except Exception as exc:
             raise KilnError(f"the call failed on the device ({iree_reason(exc)})", stage=STAGE) from exc
+        specs = (*self.spec.outputs, *(inputs[index] for index in self.spec.writes_back))
+        host = [convention.from_carried(array, spec) for array, spec in zip(host, specs, strict=False)]
         home = next((value.device for value in args if isinstance(value, torch.Tensor) and value.is_cuda), None)
-        outputs = tuple(host) if as_numpy else tuple(to_torch(array).to(home or "cpu") for array in host)
-        return outputs[0] if len(outputs) == 1 else outputs
+        values = tuple(host) if as_numpy else tuple(to_torch(array).to(home or "cpu") for array in host)
+        count = len(self.spec.outputs) if self.spec.results is not None else len(values)  # before format 3: all
+        convention.write_back(self.spec, args, values[count:])
+        return values[:count]
 
     def call_on_device(self, *values: Any) -> tuple[rt.DeviceArray, ...]:
         """Call with inputs already on the device (device arrays, buffer views); results stay there.
