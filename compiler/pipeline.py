@@ -19,7 +19,7 @@ from typing import Any
 from torch_mlir import ir
 
 from kiln.errors import KilnError
-from kiln.passes import PASSES, PassGroup, check_pipeline, without_passes
+from kiln.passes import PASSES, PassGroup, check_pipeline, with_strict_primitives, without_passes
 from kiln.passes.pass_api import PassFailure, parse_module, run_pass
 from kiln.runtime.manifest import FunctionSpec, Manifest, TensorSpec, function_spec
 
@@ -114,7 +114,8 @@ def stage_names(options: CompileOptions | None = None) -> tuple[str, ...]:
 
 def _active_pipeline(options: CompileOptions, handoff: str) -> tuple[PassGroup, ...]:
     check_pipeline(options.pipeline)
-    pipeline = without_passes(_up_to_handoff(options.pipeline, handoff), options.disable_passes)
+    pipeline = with_strict_primitives(options.pipeline) if options.strict_primitives else options.pipeline
+    pipeline = without_passes(_up_to_handoff(pipeline, handoff), options.disable_passes)
     listed = {name for group in pipeline for name in group.passes}
     for name in options.print_after:
         if name not in listed:

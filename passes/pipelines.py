@@ -47,7 +47,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "promote-int-clamp",
             "split-negative-pad",
             "round-float-scalars",  # after the decompositions above, which make float scalars too
-            "check-primitives",  # last: the promise this stage makes to the ones after it
+            "check-primitives",  # last: lists what is left outside the primitive set, fails for what nothing lowers
         ),
     ),
     PassGroup(
@@ -139,6 +139,15 @@ def check_pipeline(pipeline: tuple[PassGroup, ...], level: str | None = "torch")
                     hint="`kiln passes` lists each pass's level; torch-to-linalg lowers torch IR to linalg",
                 )
             level = pass_.lowers_to or level
+
+
+def with_strict_primitives(pipeline: tuple[PassGroup, ...]) -> tuple[PassGroup, ...]:
+    """`pipeline` with require-primitives in check-primitives' place (`--strict-primitives`): any op
+    left outside the primitive set then fails the compile, even one torch-mlir's lowering takes."""
+    return tuple(
+        PassGroup(group.name, tuple("require-primitives" if p == "check-primitives" else p for p in group.passes))
+        for group in pipeline
+    )
 
 
 def without_passes(pipeline: tuple[PassGroup, ...], names: tuple[str, ...]) -> tuple[PassGroup, ...]:

@@ -38,7 +38,7 @@ def compile_cli(tmp_path: Path, model: Path, *extra: str):
         ),
         (MODELS / "no_model.py", ("--model", "encoder", "--inputs", "nope"), r"defines no `nope`"),
         (MODELS / "no_inputs.py", (), r"defines no `example_inputs` or `get_example_inputs\(\)`"),
-        (MODELS / "bad_inputs.py", (), r"`example_inputs` must be a tuple of torch.Tensor, got Tensor, float"),
+        (MODELS / "bad_inputs.py", (), r"`example_inputs` must be a tuple of tensors \(or Python scalars, or tuples, lists and dicts of them\), got Tensor, set"),
         (
             MODELS / "data_dependent.py",
             (),
