@@ -196,9 +196,9 @@ def tree_of(spec: TreeSpec, leaves: collections.abc.Iterator[Tree]) -> Tree:
 
     {"tuple": [...]}, {"list": [...]}, {"dict": [[key, node], ...]} (keys as given: str or int),
     {"namedtuple": "module.Name", "fields": [...], "items": [...]}, and for another registered
-    container (a torch.return_types struct, a model's output class) {"node": "module.Name",
-    "context": <JSON or null>, "items": [...]}, which the runtime rebuilds through PyTorch's pytree
-    registry when it can import the class.
+    container (an OrderedDict, a torch.Size, a torch.return_types struct, a model's output class)
+    {"node": "module.Name", "context": <JSON or null>, "items": [...]}, which the runtime rebuilds
+    through PyTorch's pytree registry when it can import the class.
     """
     if spec.is_leaf():
         return next(leaves)
@@ -207,7 +207,7 @@ def tree_of(spec: TreeSpec, leaves: collections.abc.Iterator[Tree]) -> Tree:
         return {"tuple": items}
     if spec.type is list:
         return {"list": items}
-    if spec.type in (dict, collections.OrderedDict):
+    if spec.type is dict:
         return {"dict": [[key, item] for key, item in zip(spec.context, items, strict=True)]}
     if spec.type is collections.namedtuple:
         cls = spec.context

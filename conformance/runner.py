@@ -262,7 +262,7 @@ class Checker:
         self.close()
 
 
-GROUP_SECONDS = (20.0, 4.0)  # a worker's time for a group: the first plus the second per case
+GROUP_SECONDS = (45.0, 4.0)  # a worker's time for a group: the first plus the second per case (on a busy machine)
 MEMORY_LIMIT = 4 << 30  # bytes of resident memory a worker may reach
 
 
@@ -300,7 +300,7 @@ class _Worker:
                     return value
         except (EOFError, OSError):
             self.process.join(timeout=10)
-            return self._lost(f"kiln crashed (exit code {self.process.exitcode})")
+            return self._lost(f"the worker crashed (exit code {self.process.exitcode})")
         if time.monotonic() > self.deadline:
             return self._lost(f"no result after {time.monotonic() - self.started:.0f}s (a hang?)")
         if _resident_bytes(self.process.pid) > MEMORY_LIMIT:

@@ -33,6 +33,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "check-static-shapes",  # before the backend contract, which never returns on x[mask]
             "fmod-scalar-to-tensor",  # before the backend contract, which decomposes fmod.Tensor only
             *TORCH_BACKEND,
+            "fold-empty-tensors",  # first after the backend contract: lowerings divide by zero-size shapes
             "decompose-gelu",
             "decompose-sigmoid",
             "decompose-math",

@@ -57,12 +57,13 @@ MATH = _aten(
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "erf", "relu",
 )  # fmt: skip
 
-# Comparisons, selection, logic, bit operations, and dtype conversion.
+# Comparisons, selection, logic, bit operations, and dtype conversion. (Not isnan and isinf: the
+# backend contract decomposes them into comparisons, and torch-to-linalg has no lowering of them.)
 COMPARE_AND_SELECT = _aten(
     "eq.Tensor", "eq.Scalar", "ne.Tensor", "ne.Scalar", "lt.Tensor", "lt.Scalar",
     "le.Tensor", "le.Scalar", "gt.Tensor", "gt.Scalar", "ge.Tensor", "ge.Scalar",
     "where.self", "where.Scalar", "where.ScalarSelf", "where.ScalarOther", "masked_fill.Scalar",
-    "isnan", "isinf", "logical_and", "logical_or", "logical_xor", "logical_not",
+    "logical_and", "logical_or", "logical_xor", "logical_not",
     "bitwise_and.Tensor", "bitwise_or.Tensor", "bitwise_xor.Tensor", "bitwise_not", "to.dtype",
     "bitwise_left_shift.Tensor", "bitwise_right_shift.Tensor",
 )  # fmt: skip

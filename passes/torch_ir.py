@@ -35,7 +35,7 @@ class TensorType:
         return re.fullmatch(r"[su]i\d+", self.dtype) is not None
 
 
-_VTENSOR = re.compile(r"!torch\.vtensor<\[([^\]]*)\],(\w+)>")
+_VTENSOR = re.compile(r"!torch\.vtensor<\[([^\]]*)\],(\w+(?:<\w+>)?)>")  # complex<f32> too
 
 
 def tensor_type(type_: ir.Type) -> TensorType | None:

@@ -197,9 +197,10 @@ def _build(node: Tree, outputs: Sequence[Any]) -> Any:
         return cls(*children)
     if cls is not None and cls in SUPPORTED_NODES:
         try:
-            return SUPPORTED_NODES[cls].unflatten_fn(children, node.get("context"))
+            rebuilt = SUPPORTED_NODES[cls].unflatten_fn(children, node.get("context"))
         except Exception:  # a container whose context the manifest cannot hold: its items, in order
-            pass
+            return tuple(children)
+        return rebuilt if isinstance(rebuilt, cls) or not issubclass(cls, tuple) else cls(children)  # torch.Size
     return tuple(children)
 
 

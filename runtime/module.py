@@ -111,7 +111,7 @@ class Function:
                 *(to_device(self._device, array, spec.carried_as or spec.dtype) for array, spec in zip(arrays, inputs, strict=True))
             )
             if not isinstance(results, tuple):
-                results = (results,)
+                results = () if results is None else (results,)  # None: a function of no results
             host = [result.to_host() for result in results]
         except Exception as exc:
             raise KilnError(f"the call failed on the device ({iree_reason(exc)})", stage=STAGE) from exc

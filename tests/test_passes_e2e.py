@@ -44,6 +44,7 @@ def ints(*shape: int) -> torch.Tensor:
 CASES: dict[str, tuple[Callable[..., object], tuple[Callable[[], torch.Tensor], ...]]] = {
     "decompose-gelu": (lambda x: F.gelu(x) * F.gelu(x, approximate="tanh"), (lambda: floats(4, 8),)),
     "decompose-sigmoid": (lambda x: torch.sigmoid(x) + F.silu(x), (lambda: floats(4, 8),)),
+    "fold-empty-tensors": (lambda x: (x.repeat(0, 2), x[:, 2:2] + 1, x * 2), (lambda: floats(3, 5),)),
     "fold-sin-cos": (lambda x: torch.sin(x) ** 2 + torch.cos(x) ** 2 + x, (lambda: floats(4, 8) * 10,)),
     "fold-mul-one": (lambda x, y: (x * 1) * torch.ones(4, 8) + y, (lambda: floats(4, 8), lambda: floats(4, 8))),
     "fold-add-zero": (lambda x, y: (x + 0) * y - torch.zeros(4, 8), (lambda: floats(4, 8), lambda: floats(4, 8))),
