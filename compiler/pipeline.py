@@ -172,6 +172,8 @@ def run_pipeline(
         except KilnError as error:
             error.stage = error.stage or stage.name
             raise
+        except Exception as error:  # a crash in kiln's code, or in what it calls, is still one KilnError
+            raise _internal_error(error, stage.name, input_dump) from error
         seconds = time.perf_counter() - start
         dump = stem.with_name(stem.name + stage.suffix) if stem is not None and stage.suffix else None
         if dump is not None:
@@ -182,6 +184,17 @@ def run_pipeline(
         if stage.name == options.stop_after:
             return Compilation(None, tuple(reports), resolved, spec)
     return Compilation(value, tuple(reports), resolved, spec)
+
+
+def _internal_error(error: Exception, stage: str, input_dump: Path | None) -> KilnError:
+    text = str(error).strip()
+    detail = f"{type(error).__name__}: {_shorten(text.splitlines()[0])}" if text else type(error).__name__
+    return KilnError(
+        f"internal error in stage {stage}: {detail}",
+        stage=stage,
+        file=input_dump,
+        hint="a kiln bug (please report it, with the dump named here); --debug shows the traceback",
+    )
 
 
 def _unknown_stage(

@@ -156,6 +156,18 @@ fn("bucketize", "primitives", lambda a: torch.bucketize(a, torch.tensor([-1.0, 0
 # Every dtype at the boundary: what goes in comes back as eager gives it.
 # ---------------------------------------------------------------------------------------------
 
+
+class F64Offset(nn.Module):
+    """A float64 buffer added to a float32 input: the result is float64, as type promotion says."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("offset", torch.linspace(0, 1, 4, dtype=torch.float64))
+
+    def forward(self, a: torch.Tensor) -> torch.Tensor:
+        return a + self.offset
+
+
 fn("f64.elementwise", "dtypes", lambda a: (a * 3).exp() - 1, x(3, 5, dtype=F64))
 fn("f64.third", "dtypes", lambda a: a * (1 / 3), x(3, 5, dtype=F64), tol=(0.0, 0.0))
 mod("f64.linear", "dtypes", lambda: nn.Linear(5, 4).double(), x(3, 5, dtype=F64))
@@ -178,6 +190,9 @@ fn("bool.in_out", "dtypes", lambda m, a: (m & (a > 0), ~m), mask(3, 5), x(3, 5))
 fn("bool.where", "dtypes", lambda m, a, b: torch.where(m, a, b), mask(3, 5), x(3, 5), x(3, 5))
 fn("bool.sum", "dtypes", lambda m: m.sum(1), mask(3, 5))
 fn("bf16.mixed_out", "dtypes", lambda a: (a.bfloat16() * 2, a.half(), a.argmax(-1)), x(3, 5))
+mod("f64.buffer_f32_input", "dtypes", lambda: F64Offset(), x(3, 4))
+fn("u8.bitwise", "dtypes", lambda a, b: (a & b, a | b, a ^ 0x0F), bytes_(3, 5), bytes_(3, 5))
+fn("i16.to_u8", "dtypes", lambda a: a.to(U8), ints(3, 5, dtype=I16, high=300))
 fn("mixed.f64_i64_bool", "dtypes", lambda a, i: (a.double() * 2, i * 3, a > 0), x(3, 5), idx(9, 3, 5))
 
 # ---------------------------------------------------------------------------------------------
@@ -252,6 +267,9 @@ fn("two_inputs", "mutation", _two_inputs, x(3, 5), x(3, 5))
 fn("relu.inplace", "mutation", _relu_inplace, x(3, 5))
 fn("int.iadd", "mutation", _int_inplace, ints(3, 5, high=50))
 fn("through_view", "mutation", _view_mutation, x(3, 4))
+fn("index_put_.accumulate", "mutation", lambda a, i, v: a.index_put_((i,), v, accumulate=True).sum(0), ints(5, 3), values(1, 1, 4, dtype=I64), ints(3, 3))
+fn("u8.inplace", "mutation", lambda a: a.mul_(3).add_(1).to(I32), bytes_(3, 5))
+fn("f64.inplace", "mutation", lambda a, b: a.addcmul_(b, b, value=0.5) * 1, x(3, 5, dtype=F64), x(3, 5, dtype=F64))
 
 # ---------------------------------------------------------------------------------------------
 # State: buffers and parameters a module changes as it runs (checked over several calls).
@@ -332,12 +350,39 @@ class Flag(nn.Module):
         return self.seen.clone(), a * self.seen
 
 
+class ReturnsBuffer(nn.Module):
+    """A buffer updated and returned itself (an alias of the module's state)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("total", torch.zeros(4, dtype=torch.float64))
+
+    def forward(self, a: torch.Tensor) -> torch.Tensor:
+        self.total += a
+        return self.total
+
+
+class Ring(nn.Module):
+    """A ring buffer written by item assignment at a position given as a tensor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("ring", torch.zeros(3, 2))
+
+    def forward(self, a: torch.Tensor, position: torch.Tensor) -> torch.Tensor:
+        self.ring[position] = a
+        self.ring.mul_(0.5)
+        return self.ring.sum(0)
+
+
 mod("counter", "state", Counter, x(3, 5), calls=3)
 mod("running_mean", "state", RunningMean, x(4, 5), calls=3)
 mod("kv_cache", "state", Cache, x(1, 2, 4), values(1, 5, dtype=I64), calls=2)
 mod("rescaled_weights", "state", Rescaled, x(2, 4), calls=3)
 mod("non_persistent", "state", NonPersistent, x(3, 5), calls=2)
 mod("bool_flag", "state", Flag, x(5), calls=2)
+mod("returns_buffer", "state", lambda: ReturnsBuffer(), x(4), calls=2)
+mod("setitem_buffer", "state", lambda: Ring(), x(2), values(1, dtype=I64), calls=3)
 
 # ---------------------------------------------------------------------------------------------
 # Arguments and results that are not tensors.
@@ -382,6 +427,8 @@ mod("int_list", "scalars", Reshaped, x(3, 4), [2, 6])
 mod("tuple_arg", "scalars", Pair, pair(3, 5))
 mod("dict_arg", "scalars", Named, lambda g, d: {"a": torch.randn(3, 5, generator=g), "b": torch.randn(3, generator=g)})
 mod("list_arg", "scalars", Listed, lambda g, d: [torch.randn(2, 3, generator=g) for _ in range(3)], 0.5)
+mod("float_in_full", "scalars", lambda: Fn(lambda a, fill: a + torch.full((5,), fill)), x(3, 5), -2.5)
+mod("negative_dim", "scalars", lambda: Fn(lambda a, dim: a.softmax(dim)), x(3, 5), -1)
 fn("returns_int", "scalars", lambda a: a.shape[0] * 2, x(3, 5))
 fn("returns_size", "scalars", lambda a: (a * 2, a.shape, a.dim()), x(3, 5))
 fn("returns_float", "scalars", lambda a: (a.sum(), 0.5), x(3, 5))
@@ -433,6 +480,12 @@ fn("zeros.created", "zero-size", lambda a: (a + 1, torch.zeros(0, 3)), x(2))
 fn("repeat.zero", "zero-size", lambda a: a.repeat(0, 2), x(3, 5))
 fn("input.empty", "zero-size", lambda a: a * 2 + 1, x(0,))
 fn("amax.nonempty_of_empty_batch", "zero-size", lambda a: a.amax(1), x(0, 5))
+fn("mean.empty_dim", "zero-size", lambda a: a.mean(1), x(3, 0))
+fn("std.empty", "zero-size", lambda a: a.std(0), x(0, 4))
+fn("norm.scalar", "zero-size", lambda a: torch.linalg.vector_norm(a.sum(), dim=0), x(3))
+fn("f64.empty", "zero-size", lambda a: (a * 2).sum(0), x(0, 3, dtype=F64))
+fn("u8.empty", "zero-size", lambda a: a + 1, lambda g, d: torch.zeros(2, 0, dtype=U8))
+fn("conv.empty_batch", "zero-size", lambda a, w: F.conv2d(a, w), x(0, 2, 5, 5), x(3, 2, 3, 3))
 
 # ---------------------------------------------------------------------------------------------
 # Complex numbers.
@@ -445,6 +498,9 @@ fn("complex.from_parts", "complex", lambda a, b: torch.view_as_real(torch.comple
 fn("complex.abs_angle", "complex", lambda a, b: (torch.complex(a, b).abs(), torch.complex(a, b).angle()), x(3, 4), x(3, 4))
 fn("complex.input_output", "complex", lambda c: c * 2 + 1, complex_randn(3, 4))
 fn("complex.real_imag", "complex", lambda c: (c.real * 2, c.imag.sum()), complex_randn(3, 4))
+fn("complex.abs_in", "complex", torch.abs, complex_randn(3, 4))
+fn("complex.matmul_real", "complex", lambda a, b: torch.view_as_real(torch.complex(a, b) @ torch.complex(b, a)), x(3, 4), x(4, 2))
+fn("complex.conj_mul", "complex", lambda a, b: torch.view_as_real(torch.complex(a, b) * torch.complex(a, b).conj()), x(3, 4), x(3, 4))
 
 # ---------------------------------------------------------------------------------------------
 # Constants and aliases: results that do not depend on the inputs, or are views of them.
