@@ -18,9 +18,10 @@ from .pass_api import Pass, PassRun
 from .torch_ir import tensor_type
 
 # numpy's dtype for each element type a literal can hold (a zero-size literal holds no bytes anyway).
+# Not ui8: torch-mlir types a literal of ui8 elements as si8.
 _NUMPY = {
     "f16": np.float16, "f32": np.float32, "f64": np.float64, "bf16": np.float16,
-    "si8": np.int8, "ui8": np.uint8, "si16": np.int16, "si32": np.int32, "si64": np.int64, "i1": np.bool_,
+    "si8": np.int8, "si16": np.int16, "si32": np.int32, "si64": np.int64, "i1": np.bool_,
 }  # fmt: skip
 
 

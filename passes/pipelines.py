@@ -46,6 +46,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "decompose-pool-indices",
             "expand-pow-int",
             "promote-int-clamp",
+            "promote-uint8-arithmetic",
             "split-negative-pad",
             "round-float-scalars",  # after the decompositions above, which make float scalars too
             "check-primitives",  # last: lists what is left outside the primitive set, fails for what nothing lowers
