@@ -30,7 +30,7 @@ from .importer import import_program
 from .iree_backend import iree_compile
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
-from .signature import Plan, Signature, plan_convention
+from .signature import Plan, Signature, plan_convention, shared_state
 from .targets import ResolvedTarget, resolve
 from .weights import Parameters, external_parameters
 
@@ -270,11 +270,12 @@ def _capture(spec: ModelSpec, context: StageContext) -> Exported:
 def _import(exported: Exported, context: StageContext) -> Program:
     assert context.spec is not None
     plans: dict[str, Plan] = {}
+    state = shared_state(exported.programs)  # state one function mutates is read by every function from the artifact
     module, parameters = import_program(
         exported.programs,
         context.resolved.external_weights(context.spec.weight_bytes),
         keep_fused=context.resolved.handoff == "torch",
-        prepare=lambda name, program: plans.setdefault(name, plan_convention(program)),
+        prepare=lambda name, program: plans.setdefault(name, plan_convention(program, state)),
     )
     for name, plan in plans.items():
         apply_plan(module, name, plan)

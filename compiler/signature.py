@@ -87,20 +87,17 @@ class Plan:
     state_values: dict[str, torch.Tensor] = field(default_factory=dict)  # each global's initial value
 
 
-def plan_convention(program: ExportedProgram) -> Plan:
-    """Read the convention of `program` (functionalized), and lift its mutated state into inputs.
+def plan_convention(program: ExportedProgram, shared_state: frozenset[str] = frozenset()) -> Plan:
+    """Read the convention of `program` (functionalized), and lift its state into inputs.
 
-    Call it before the program is imported: afterwards the importer sees each mutated buffer or
-    parameter as an argument (boundary.py makes it a global again) instead of a frozen literal.
+    Call it before the program is imported: afterwards the importer sees each buffer or parameter
+    the program mutates, or that another function of the model mutates (`shared_state`), as an
+    argument (boundary.py makes it a global again) instead of a frozen literal.
     """
     graph_signature = program.graph_signature
     nodes = {node.name: node for node in program.graph.nodes}
     output_node = next(node for node in program.graph.nodes if node.op == "output")
-    mutated_state = {
-        spec.target
-        for spec in graph_signature.output_specs
-        if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION)
-    }
+    mutated_state = mutated_state_of(program) | shared_state
 
     # Arguments: forward's leaves (USER_INPUT specs, in order), and state lifted into inputs.
     inputs: list[TensorSpec] = []
@@ -179,6 +176,26 @@ def plan_convention(program: ExportedProgram) -> Plan:
         state=tuple(state_values),
     )
     return Plan(signature, argument_roles, tuple(result_roles), state_values)
+
+
+def mutated_state_of(program: ExportedProgram) -> frozenset[str]:
+    """The buffers and parameters a functionalized program mutates, by their names in the module."""
+    return frozenset(
+        spec.target
+        for spec in program.graph_signature.output_specs
+        if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION) and spec.target is not None
+    )
+
+
+def shared_state(programs: dict[str, ExportedProgram]) -> frozenset[str]:
+    """The state any of a model's functions mutates, which all of them must then read from the artifact.
+
+    torch.export's programs are not functionalized yet, so each is, once more, for this (only when
+    there are several).
+    """
+    if len(programs) < 2:
+        return frozenset()
+    return frozenset().union(*(mutated_state_of(program.run_decompositions({})) for program in programs.values()))
 
 
 def _state_value(program: ExportedProgram, spec: InputSpec) -> torch.Tensor:

@@ -243,3 +243,29 @@ def test_a_manifest_before_format_3_reads_and_calls_as_before():
     assert FORMAT_VERSION == 3 and manifest.format_version == 2
     assert convention.arguments(function, (1, 2)) == [1, 2]  # positional, checked by the module
     assert convention.results(function, ["a"]) == "a" and convention.results(function, ["a", "b"]) == ("a", "b")
+
+
+class Decoder(nn.Module):
+    """Two entry points sharing a cache: `write` fills it, `read` (which never mutates) reads it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.cache.add_(x)
+        return self.cache * 1
+
+    def read(self, scale: torch.Tensor) -> torch.Tensor:
+        return self.cache * scale
+
+
+def test_state_is_shared_by_the_functions_of_one_model():
+    decoder, x, scale = Decoder(), torch.randn(4), torch.tensor(2.0)
+    entries = (EntryPoint("write", decoder, (x,)), EntryPoint("read", decoder, (scale,), method="read"))
+    compiled = run_pipeline(ModelSpec(entries, None, None), CompileOptions()).compiled
+    assert compiled is not None
+    functions, eager = compiled.load().functions, Decoder()
+    for _ in range(2):
+        _same(functions["write"](x), eager(x))
+        _same(functions["read"](scale), eager.read(scale))
