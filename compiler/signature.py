@@ -144,6 +144,8 @@ def plan_convention(program: ExportedProgram, shared_state: frozenset[str] = fro
             target = roles_by_node[spec.target]  # the mutated input's placeholder
             result_roles.append(Role("write_back", len(writes_back)))
             writes_back.append(target.index)
+        elif spec.kind == OutputKind.TOKEN:  # torch.export's effect tokens: the importer says what it makes of them
+            result_roles.append(Role("constant"))
         elif spec.kind != OutputKind.USER_OUTPUT:
             raise KilnError(f"forward returns a {spec.kind.name.lower()}, which kiln cannot return", stage=STAGE)
         elif isinstance(arg, TensorArgument):

@@ -69,7 +69,13 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "cse",
         ),
     ),
-    PassGroup("linalg", ("torch-to-linalg",)),
+    PassGroup(
+        "linalg",
+        (
+            "torch-to-linalg",
+            "fold-truncf-constants",  # float scalars truncated on the host, which llvm-cpu cannot compile with f64 kept
+        ),
+    ),
     PassGroup(
         "fused",
         (
