@@ -275,7 +275,7 @@ def _import(exported: Exported, context: StageContext) -> Program:
         exported.programs,
         context.resolved.external_weights(context.spec.weight_bytes),
         keep_fused=context.resolved.handoff == "torch",
-        prepare=lambda name, program: plans.setdefault(name, plan_convention(program, state)),
+        prepare=lambda name, program: plans.setdefault(name, plan_convention(program, state, exported.programs[name])),
     )
     for name, plan in plans.items():
         apply_plan(module, name, plan)

@@ -87,12 +87,15 @@ class Plan:
     state_values: dict[str, torch.Tensor] = field(default_factory=dict)  # each global's initial value
 
 
-def plan_convention(program: ExportedProgram, shared_state: frozenset[str] = frozenset()) -> Plan:
+def plan_convention(
+    program: ExportedProgram, shared_state: frozenset[str] = frozenset(), captured: ExportedProgram | None = None
+) -> Plan:
     """Read the convention of `program` (functionalized), and lift its state into inputs.
 
     Call it before the program is imported: afterwards the importer sees each buffer or parameter
     the program mutates, or that another function of the model mutates (`shared_state`), as an
-    argument (boundary.py makes it a global again) instead of a frozen literal.
+    argument (boundary.py makes it a global again) instead of a frozen literal. Outputs are named
+    as in `captured`, the program as torch.export captured it (before decompositions renamed them).
     """
     graph_signature = program.graph_signature
     nodes = {node.name: node for node in program.graph.nodes}
@@ -132,6 +135,7 @@ def plan_convention(program: ExportedProgram, shared_state: frozenset[str] = fro
     )
 
     # Results: as the graph returns them (state, then mutated inputs, then forward's leaves).
+    names = iter(_output_names(captured or program))
     outputs: list[TensorSpec] = []
     result_leaves: list[Tree] = []
     result_roles: list[Role] = []
@@ -149,15 +153,16 @@ def plan_convention(program: ExportedProgram, shared_state: frozenset[str] = fro
         elif spec.kind != OutputKind.USER_OUTPUT:
             raise KilnError(f"forward returns a {spec.kind.name.lower()}, which kiln cannot return", stage=STAGE)
         elif isinstance(arg, TensorArgument):
-            name = arg.name or f"output{len(outputs)}"
+            name = next(names) or arg.name or f"output{len(outputs)}"
             result_roles.append(Role("tensor", len(outputs)))
             result_leaves.append({"output": len(outputs)})
             outputs.append(_spec(name, value.meta["val"]))
         elif isinstance(arg, SymIntArgument):
             result_roles.append(Role("scalar", len(outputs)))
             result_leaves.append({"output": len(outputs), "scalar": "int"})
-            outputs.append(TensorSpec(arg.name or f"output{len(outputs)}", (), "int64"))
+            outputs.append(TensorSpec(next(names) or arg.name or f"output{len(outputs)}", (), "int64"))
         elif isinstance(arg, ConstantArgument):
+            next(names)
             result_roles.append(Role("constant", value=arg.value))
             result_leaves.append(_constant(arg.value, "a result"))
         else:
@@ -178,6 +183,15 @@ def plan_convention(program: ExportedProgram, shared_state: frozenset[str] = fro
         state=tuple(state_values),
     )
     return Plan(signature, argument_roles, tuple(result_roles), state_values)
+
+
+def _output_names(program: ExportedProgram) -> list[str]:
+    """The name of each of forward's outputs in `program` ("" for a constant)."""
+    return [
+        getattr(spec.arg, "name", "") or ""
+        for spec in program.graph_signature.output_specs
+        if spec.kind == OutputKind.USER_OUTPUT
+    ]
 
 
 def mutated_state_of(program: ExportedProgram) -> frozenset[str]:
