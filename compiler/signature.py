@@ -27,6 +27,7 @@ from __future__ import annotations
 import collections
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,92 +98,100 @@ def plan_convention(
     argument (boundary.py makes it a global again) instead of a frozen literal. Outputs are named
     as in `captured`, the program as torch.export captured it (before decompositions renamed them).
     """
-    graph_signature = program.graph_signature
-    nodes = {node.name: node for node in program.graph.nodes}
-    output_node = next(node for node in program.graph.nodes if node.op == "output")
-    mutated_state = mutated_state_of(program) | shared_state
-
-    # Arguments: forward's leaves (USER_INPUT specs, in order), and state lifted into inputs.
-    inputs: list[TensorSpec] = []
-    leaves: list[Tree] = []
-    roles_by_node: dict[str, Role] = {}
-    state_values: dict[str, torch.Tensor] = {}
-    for position, spec in enumerate(graph_signature.input_specs):
-        arg = spec.arg
-        if spec.kind in (InputKind.BUFFER, InputKind.PARAMETER) and spec.target in mutated_state:
-            state_values[spec.target] = _state_value(program, spec)
-            roles_by_node[arg.name] = Role("state", name=spec.target)
-            graph_signature.input_specs[position] = InputSpec(InputKind.USER_INPUT, arg, target=None)
-            continue
-        if spec.kind != InputKind.USER_INPUT:
-            continue
-        if isinstance(arg, TensorArgument):
-            roles_by_node[arg.name] = Role("tensor", len(inputs))
-            leaves.append({"input": len(inputs)})
-            inputs.append(_spec(arg.name, nodes[arg.name].meta["val"]))
-        elif isinstance(arg, SymIntArgument):
-            roles_by_node[arg.name] = Role("scalar", len(inputs))
-            leaves.append({"input": len(inputs), "scalar": "int"})
-            inputs.append(TensorSpec(arg.name, (), "int64"))
-        elif isinstance(arg, ConstantArgument):
-            roles_by_node[arg.name] = Role("constant", value=arg.value)
-            leaves.append(_constant(arg.value, f"argument '{arg.name}'"))
-        else:
-            raise KilnError(f"forward's argument '{arg.name}' is a {type(arg).__name__}, which kiln cannot pass", stage=STAGE)
-    # The imported function takes the placeholders that the frozen import keeps, in graph order.
-    argument_roles = tuple(
-        roles_by_node[node.name] for node in program.graph.nodes if node.op == "placeholder" and node.name in roles_by_node
-    )
-
-    # Results: as the graph returns them (state, then mutated inputs, then forward's leaves).
-    names = iter(_output_names(captured or program))
-    outputs: list[TensorSpec] = []
-    result_leaves: list[Tree] = []
-    result_roles: list[Role] = []
-    writes_back: list[int] = []
-    for spec, value in zip(graph_signature.output_specs, output_node.args[0], strict=True):
-        arg = spec.arg
-        if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION):
-            result_roles.append(Role("state", name=spec.target))
-        elif spec.kind == OutputKind.USER_INPUT_MUTATION:
-            target = roles_by_node[spec.target]  # the mutated input's placeholder
-            result_roles.append(Role("write_back", len(writes_back)))
-            writes_back.append(target.index)
-        elif spec.kind == OutputKind.TOKEN:  # torch.export's effect tokens: the importer says what it makes of them
-            result_roles.append(Role("constant"))
-        elif spec.kind != OutputKind.USER_OUTPUT:
-            raise KilnError(f"forward returns a {spec.kind.name.lower()}, which kiln cannot return", stage=STAGE)
-        elif isinstance(arg, TensorArgument):
-            name = next(names) or arg.name or f"output{len(outputs)}"
-            result_roles.append(Role("tensor", len(outputs)))
-            result_leaves.append({"output": len(outputs)})
-            outputs.append(_spec(name, value.meta["val"]))
-        elif isinstance(arg, SymIntArgument):
-            result_roles.append(Role("scalar", len(outputs)))
-            result_leaves.append({"output": len(outputs), "scalar": "int"})
-            outputs.append(TensorSpec(next(names) or arg.name or f"output{len(outputs)}", (), "int64"))
-        elif isinstance(arg, ConstantArgument):
-            next(names)
-            result_roles.append(Role("constant", value=arg.value))
-            result_leaves.append(_constant(arg.value, "a result"))
-        else:
-            raise KilnError(f"forward returns a {type(arg).__name__}, which kiln cannot return", stage=STAGE)
-
+    arguments = _Arguments.read(program, mutated_state_of(program) | shared_state)
+    results = _Results.read(program, arguments.roles, iter(_output_names(captured or program)))
     in_spec, out_spec = program.call_spec.in_spec, program.call_spec.out_spec
-    arguments = tree_of(in_spec.children()[0], iter(leaves)) if in_spec is not None else {"tuple": leaves}
-    results = tree_of(out_spec, iter(result_leaves)) if out_spec is not None else {"tuple": result_leaves}
-    used = {dim for spec in inputs for dim in spec.shape if isinstance(dim, str)}
-    symbols = {str(symbol): _bounds(bounds) for symbol, bounds in program.range_constraints.items() if str(symbol) in used}
+    used = {dim for spec in arguments.inputs for dim in spec.shape if isinstance(dim, str)}
     signature = Signature(
-        inputs=tuple(inputs),
-        outputs=tuple(outputs),
-        symbols=symbols,
-        arguments=arguments,
-        results=results,
-        writes_back=tuple(writes_back),
-        state=tuple(state_values),
+        inputs=tuple(arguments.inputs),
+        outputs=tuple(results.outputs),
+        symbols={str(symbol): _bounds(bounds) for symbol, bounds in program.range_constraints.items() if str(symbol) in used},
+        arguments=tree_of(in_spec.children()[0], iter(arguments.leaves)) if in_spec is not None else {"tuple": arguments.leaves},
+        results=tree_of(out_spec, iter(results.leaves)) if out_spec is not None else {"tuple": results.leaves},
+        writes_back=tuple(results.writes_back),
+        state=tuple(arguments.state_values),
     )
-    return Plan(signature, argument_roles, tuple(result_roles), state_values)
+    # The imported function takes the placeholders that the frozen import keeps, in graph order.
+    placeholders = [node.name for node in program.graph.nodes if node.op == "placeholder"]
+    argument_roles = tuple(arguments.roles[name] for name in placeholders if name in arguments.roles)
+    return Plan(signature, argument_roles, tuple(results.roles), arguments.state_values)
+
+
+@dataclass
+class _Arguments:
+    """forward's arguments as leaves (USER_INPUT specs, in order), and the state lifted into inputs."""
+
+    inputs: list[TensorSpec] = field(default_factory=list)
+    leaves: list[Tree] = field(default_factory=list)
+    roles: dict[str, Role] = field(default_factory=dict)  # placeholder name -> its role
+    state_values: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    @staticmethod
+    def read(program: ExportedProgram, mutated_state: frozenset[str]) -> _Arguments:
+        found = _Arguments()
+        nodes = {node.name: node for node in program.graph.nodes}
+        specs = program.graph_signature.input_specs
+        for position, spec in enumerate(specs):
+            arg = spec.arg
+            if spec.kind in (InputKind.BUFFER, InputKind.PARAMETER) and spec.target in mutated_state:
+                found.state_values[spec.target] = _state_value(program, spec)
+                found.roles[arg.name] = Role("state", name=spec.target)
+                specs[position] = InputSpec(InputKind.USER_INPUT, arg, target=None)  # imported as an argument
+            elif spec.kind != InputKind.USER_INPUT:
+                continue
+            elif isinstance(arg, TensorArgument):
+                found.roles[arg.name] = Role("tensor", len(found.inputs))
+                found.leaves.append({"input": len(found.inputs)})
+                found.inputs.append(_spec(arg.name, nodes[arg.name].meta["val"]))
+            elif isinstance(arg, SymIntArgument):
+                found.roles[arg.name] = Role("scalar", len(found.inputs))
+                found.leaves.append({"input": len(found.inputs), "scalar": "int"})
+                found.inputs.append(TensorSpec(arg.name, (), "int64"))
+            elif isinstance(arg, ConstantArgument):
+                found.roles[arg.name] = Role("constant", value=arg.value)
+                found.leaves.append(_constant(arg.value))
+            else:
+                raise KilnError(f"forward's argument '{arg.name}' is a {type(arg).__name__}, which kiln cannot pass", stage=STAGE)
+        return found
+
+
+@dataclass
+class _Results:
+    """What the graph returns, in its order (state, then mutated inputs, then forward's leaves)."""
+
+    outputs: list[TensorSpec] = field(default_factory=list)
+    leaves: list[Tree] = field(default_factory=list)
+    roles: list[Role] = field(default_factory=list)
+    writes_back: list[int] = field(default_factory=list)
+
+    @staticmethod
+    def read(program: ExportedProgram, argument_roles: dict[str, Role], names: Iterator[str]) -> _Results:
+        found = _Results()
+        output_node = next(node for node in program.graph.nodes if node.op == "output")
+        for spec, value in zip(program.graph_signature.output_specs, output_node.args[0], strict=True):
+            arg = spec.arg
+            if spec.kind in (OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION):
+                found.roles.append(Role("state", name=spec.target))
+            elif spec.kind == OutputKind.USER_INPUT_MUTATION:
+                found.roles.append(Role("write_back", len(found.writes_back)))
+                found.writes_back.append(argument_roles[spec.target].index)  # the mutated input's placeholder
+            elif spec.kind == OutputKind.TOKEN:  # torch.export's effect tokens: the importer says what it makes of them
+                found.roles.append(Role("constant"))
+            elif spec.kind != OutputKind.USER_OUTPUT:
+                raise KilnError(f"forward returns a {spec.kind.name.lower()}, which kiln cannot return", stage=STAGE)
+            elif isinstance(arg, (TensorArgument, SymIntArgument)):
+                name = next(names) or arg.name or f"output{len(found.outputs)}"
+                scalar = isinstance(arg, SymIntArgument)
+                found.roles.append(Role("scalar" if scalar else "tensor", len(found.outputs)))
+                found.leaves.append({"output": len(found.outputs), "scalar": "int"} if scalar else {"output": len(found.outputs)})
+                found.outputs.append(TensorSpec(name, (), "int64") if scalar else _spec(name, value.meta["val"]))
+            elif isinstance(arg, ConstantArgument):
+                next(names)
+                found.roles.append(Role("constant", value=arg.value))
+                found.leaves.append(_constant(arg.value))
+            else:
+                raise KilnError(f"forward returns a {type(arg).__name__}, which kiln cannot return", stage=STAGE)
+        return found
 
 
 def _output_names(program: ExportedProgram) -> list[str]:
@@ -224,7 +233,7 @@ def _state_value(program: ExportedProgram, spec: InputSpec) -> torch.Tensor:
     return value.detach().clone()
 
 
-def tree_of(spec: TreeSpec, leaves: collections.abc.Iterator[Tree]) -> Tree:
+def tree_of(spec: TreeSpec, leaves: Iterator[Tree]) -> Tree:
     """The JSON form of a pytree spec, with the next of `leaves` at each leaf.
 
     {"tuple": [...]}, {"list": [...]}, {"dict": [[key, node], ...]} (keys as given: str or int),
@@ -260,7 +269,7 @@ def _json_or_none(value: Any) -> Any:
     return value
 
 
-def _constant(value: Any, what: str) -> Tree:
+def _constant(value: Any) -> Tree:
     """A constant leaf: its value where JSON holds it (None, bool, int, float, str), else its repr."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return {"constant": value}
