@@ -499,7 +499,7 @@ fn("complex.abs_angle", "complex", lambda a, b: (torch.complex(a, b).abs(), torc
 fn("complex.input_output", "complex", lambda c: c * 2 + 1, complex_randn(3, 4))
 fn("complex.real_imag", "complex", lambda c: (c.real * 2, c.imag.sum()), complex_randn(3, 4))
 fn("complex.abs_in", "complex", torch.abs, complex_randn(3, 4))
-fn("complex.matmul_real", "complex", lambda a, b: torch.view_as_real(torch.complex(a, b) @ torch.complex(b, a)), x(3, 4), x(4, 2))
+fn("complex.matmul_real", "complex", lambda a, b: torch.view_as_real(torch.complex(a, a) @ torch.complex(b, -b)), x(3, 4), x(4, 2))
 fn("complex.conj_mul", "complex", lambda a, b: torch.view_as_real(torch.complex(a, b) * torch.complex(a, b).conj()), x(3, 4), x(3, 4))
 
 # ---------------------------------------------------------------------------------------------

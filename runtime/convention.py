@@ -162,11 +162,17 @@ def write_back(spec: FunctionSpec, inputs: Sequence[Any], new_values: Sequence[V
     """Copy each mutated input's new value into the caller's tensor or array, in place."""
     for index, value in zip(spec.writes_back, new_values, strict=True):
         target = inputs[index]
-        if isinstance(target, torch.Tensor):
-            with torch.no_grad():
-                target.copy_(value if isinstance(value, torch.Tensor) else torch.from_numpy(np.asarray(value)))
-        elif isinstance(target, np.ndarray):
-            np.copyto(target, value.numpy() if isinstance(value, torch.Tensor) else value)
+        try:
+            if isinstance(target, torch.Tensor):
+                with torch.no_grad():
+                    target.copy_(value if isinstance(value, torch.Tensor) else torch.from_numpy(np.asarray(value)))
+            elif isinstance(target, np.ndarray):
+                np.copyto(target, value.numpy() if isinstance(value, torch.Tensor) else value)
+        except (RuntimeError, ValueError, TypeError) as exc:  # a read-only array, a tensor that needs grad, ...
+            raise KilnError(
+                f"input '{spec.inputs[index].name}' could not be updated in place, as forward updates it ({exc})",
+                stage=STAGE,
+            ) from exc
 
 
 def results(spec: FunctionSpec, outputs: Sequence[Any]) -> Any:

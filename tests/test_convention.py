@@ -269,3 +269,12 @@ def test_state_is_shared_by_the_functions_of_one_model():
     for _ in range(2):
         _same(functions["write"](x), eager(x))
         _same(functions["read"](scale), eager.read(scale))
+
+
+def test_an_input_that_cannot_be_updated_in_place_is_a_clear_error():
+    x, index, y = torch.randn(5, 3), torch.tensor([0, 3]), torch.randn(2, 3)
+    compiled = kiln.compile(AddInPlace(), (x.clone(), index, y))
+    frozen = x.numpy().copy()
+    frozen.flags.writeable = False
+    with pytest.raises(kiln.KilnError, match=r"input 'x' could not be updated in place, as forward updates it \(.*read-only"):
+        compiled(frozen, index, y)
