@@ -21,7 +21,7 @@ from torch_mlir import ir
 from kiln.errors import KilnError
 from kiln.runtime.tensors import to_host_array
 
-from .signature import Plan, Role
+from .signature import Plan
 from .weights import load_torch_conversion_dialect
 
 STAGE = "aten"
@@ -39,69 +39,74 @@ INT_TENSOR = "!torch.vtensor<[],si64>"
 def apply_plan(module: ir.Module, function_name: str, plan: Plan) -> None:
     """Rewrite `function_name` of `module` in place to the convention `plan` describes."""
     context = module.context
-    if plan.state_values or any(role.kind == "state" for role in plan.results):
+    if plan.state_values:
         load_torch_conversion_dialect(context)
     with context, ir.Location.unknown(context):
         function = _function(module, function_name)
-        block = function.regions[0].blocks[0]
-        arguments = list(block.arguments)
-        if len(arguments) != len(plan.arguments):
-            raise KilnError(
-                f"function '{function_name}' was imported with {len(arguments)} arguments; its convention has "
-                f"{len(plan.arguments)} (an importer change kiln does not know)",
-                stage=STAGE,
-            )
         for name, value in plan.state_values.items():
             _declare_state(module, name, value)
-        entry = ir.InsertionPoint.at_block_begin(block)
-        # Fresh arguments, one per input of the convention and in its order; the old ones then go.
-        fresh: dict[int, ir.Value] = {}
-        for argument, role in sorted(
-            ((argument, role) for argument, role in zip(arguments, plan.arguments, strict=True) if role.kind in ("tensor", "scalar")),
-            key=lambda pair: pair[1].index,
-        ):
-            type_ = ir.Type.parse(INT_TENSOR) if role.kind == "scalar" else argument.type
-            fresh[role.index] = block.add_argument(type_, ir.Location.unknown())
-        for argument, role in zip(arguments, plan.arguments, strict=True):
-            if role.kind == "tensor":
-                argument.replace_all_uses_with(fresh[role.index])
-            elif role.kind == "scalar":
-                argument.replace_all_uses_with(_create(entry, "torch.aten.Int.Tensor", [fresh[role.index]], argument.type))
-            elif role.kind == "constant":
-                if _has_uses(argument):
-                    argument.replace_all_uses_with(_constant_value(entry, role.value, argument))
-            else:  # state
-                loaded = _create(entry, "ml_program.global_load", [], _builtin_type(plan.state_values[role.name]),
-                                 {"global": ir.FlatSymbolRefAttr.get(role.name)})
-                argument.replace_all_uses_with(_create(entry, "torch_c.from_builtin_tensor", [loaded], argument.type))
-        for index in reversed(range(len(arguments))):
-            block.erase_argument(index)
-        returned = block.operations[len(block.operations) - 1]
-        values = list(returned.operands)
-        if len(values) != len(plan.results):
-            raise KilnError(
-                f"function '{function_name}' returns {len(values)} values; its convention has {len(plan.results)}",
-                stage=STAGE,
-            )
-        before_return = ir.InsertionPoint(returned)
-        outputs: dict[int, ir.Value] = {}
-        written: dict[int, ir.Value] = {}
-        for value, role in zip(values, plan.results, strict=True):
-            if role.kind == "tensor":
-                outputs[role.index] = value
-            elif role.kind == "scalar":
-                outputs[role.index] = _create(before_return, "torch.prim.NumToTensor.Scalar", [value], ir.Type.parse(INT_TENSOR))
-            elif role.kind == "write_back":
-                written[role.index] = value
-            elif role.kind == "state":
-                builtin = _create(before_return, "torch_c.to_builtin_tensor", [value], _builtin_type(plan.state_values[role.name]))
-                _create(before_return, "ml_program.global_store", [builtin], None, {"global": ir.FlatSymbolRefAttr.get(role.name)})
-        results = [outputs[index] for index in sorted(outputs)] + [written[index] for index in sorted(written)]
-        ir.Operation.create("func.return", operands=results, ip=before_return)
-        returned.erase()
+        block = function.regions[0].blocks[0]
+        _rewrite_arguments(block, plan, function_name)
+        results = _rewrite_results(block, plan, function_name)
         function.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get([value.type for value in block.arguments], [value.type for value in results])
         )
+
+
+def _rewrite_arguments(block: ir.Block, plan: Plan, function_name: str) -> None:
+    """Fresh arguments, one per input of the convention and in its order; the imported ones then go."""
+    arguments = list(block.arguments)
+    if len(arguments) != len(plan.arguments):
+        raise KilnError(
+            f"function '{function_name}' was imported with {len(arguments)} arguments; its convention has "
+            f"{len(plan.arguments)} (an importer change kiln does not know)",
+            stage=STAGE,
+        )
+    pairs = list(zip(arguments, plan.arguments, strict=True))
+    fresh: dict[int, ir.Value] = {}
+    for argument, role in sorted((pair for pair in pairs if pair[1].kind in ("tensor", "scalar")), key=lambda pair: pair[1].index):
+        type_ = ir.Type.parse(INT_TENSOR) if role.kind == "scalar" else argument.type
+        fresh[role.index] = block.add_argument(type_, ir.Location.unknown())
+    entry = ir.InsertionPoint.at_block_begin(block)
+    for argument, role in pairs:
+        if role.kind == "tensor":
+            argument.replace_all_uses_with(fresh[role.index])
+        elif role.kind == "scalar":
+            argument.replace_all_uses_with(_create(entry, "torch.aten.Int.Tensor", [fresh[role.index]], argument.type))
+        elif role.kind == "constant":
+            if _has_uses(argument):
+                argument.replace_all_uses_with(_constant_value(entry, role.value, argument))
+        else:  # state: this call's value is the global's
+            global_ = {"global": ir.FlatSymbolRefAttr.get(role.name)}
+            loaded = _create(entry, "ml_program.global_load", [], _builtin_type(plan.state_values[role.name]), global_)
+            argument.replace_all_uses_with(_create(entry, "torch_c.from_builtin_tensor", [loaded], argument.type))
+    for index in reversed(range(len(arguments))):
+        block.erase_argument(index)
+
+
+def _rewrite_results(block: ir.Block, plan: Plan, function_name: str) -> list[ir.Value]:
+    """The return made forward's tensor leaves then the written-back inputs; new state stored before it."""
+    returned = block.operations[len(block.operations) - 1]
+    values = list(returned.operands)
+    if len(values) != len(plan.results):
+        raise KilnError(f"function '{function_name}' returns {len(values)} values; its convention has {len(plan.results)}", stage=STAGE)
+    before_return = ir.InsertionPoint(returned)
+    outputs: dict[int, ir.Value] = {}
+    written: dict[int, ir.Value] = {}
+    for value, role in zip(values, plan.results, strict=True):
+        if role.kind == "tensor":
+            outputs[role.index] = value
+        elif role.kind == "scalar":
+            outputs[role.index] = _create(before_return, "torch.prim.NumToTensor.Scalar", [value], ir.Type.parse(INT_TENSOR))
+        elif role.kind == "write_back":
+            written[role.index] = value
+        elif role.kind == "state":
+            builtin = _create(before_return, "torch_c.to_builtin_tensor", [value], _builtin_type(plan.state_values[role.name]))
+            _create(before_return, "ml_program.global_store", [builtin], None, {"global": ir.FlatSymbolRefAttr.get(role.name)})
+    results = [outputs[index] for index in sorted(outputs)] + [written[index] for index in sorted(written)]
+    ir.Operation.create("func.return", operands=results, ip=before_return)
+    returned.erase()
+    return results
 
 
 def _function(module: ir.Module, name: str) -> ir.Operation:
@@ -168,5 +173,3 @@ def _declare_state(module: ir.Module, name: str, value: torch.Tensor) -> None:
             },
         )
 
-
-__all__ = ["Role", "apply_plan"]
