@@ -16,9 +16,12 @@ across calls are not asked of it; kiln's check (runner.check_calls) asks all of 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import subprocess
+import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +30,7 @@ import torch
 from torch.export.graph_signature import OutputKind
 from torch.utils._pytree import tree_flatten
 
-from .runner import FAILS, PASS, Case, Outcome, _first_line, compare
+from .runner import FAILS, PASS, Case, Outcome, compare, error_line
 
 PLAIN_FLAGS = {
     "llvm-cpu": (
@@ -55,7 +58,11 @@ def check_plain(case: Case, target: str = "llvm-cpu", on_stage: Callable[[str], 
 
         program = program.run_decompositions(get_decomposition_table())
         user_outputs = [index for index, spec in enumerate(program.graph_signature.output_specs) if spec.kind == OutputKind.USER_OUTPUT]
-        linalg = export_and_import(program, output_type="linalg-on-tensors", decomposition_table={})
+        with _diagnostics() as printed:
+            try:
+                linalg = export_and_import(program, output_type="linalg-on-tensors", decomposition_table={})
+            except Exception as error:  # its message says only that the lowering failed; MLIR printed why
+                raise PlainFailure(next((line for line in printed() if "error:" in line), str(error))) from error
         stage = "vmfb"
         on_stage(stage)
         vmfb = _iree_compile(str(linalg), PLAIN_FLAGS[target])
@@ -77,8 +84,34 @@ def check_plain(case: Case, target: str = "llvm-cpu", on_stage: Callable[[str], 
             if not outcome.ok:
                 return Outcome(outcome.status, detail=f"call {call + 1}: {outcome.detail}") if case.calls > 1 else outcome
         return Outcome(PASS)
+    except PlainFailure as failure:
+        return Outcome(FAILS, stage, error_line(str(failure)))
     except Exception as error:
-        return Outcome(FAILS, stage, f"{type(error).__name__}: {_first_line(str(error))}")
+        return Outcome(FAILS, stage, f"{type(error).__name__}: {error_line(str(error))}")
+
+
+class PlainFailure(Exception):
+    """The plain stack failed, and this is the line that says why (MLIR's or iree-compile's error)."""
+
+
+@contextlib.contextmanager
+def _diagnostics() -> Iterator[Callable[[], list[str]]]:
+    """What MLIR prints to the process's stderr meanwhile, as lines (torch-mlir's errors go there)."""
+    with tempfile.TemporaryFile(mode="w+") as captured:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(captured.fileno(), 2)
+
+        def lines() -> list[str]:
+            captured.flush()
+            captured.seek(0)
+            return captured.read().splitlines()
+
+        try:
+            yield lines
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _iree_compile(text: str, flags: tuple[str, ...]) -> bytes:
@@ -89,8 +122,10 @@ def _iree_compile(text: str, flags: tuple[str, ...]) -> bytes:
         source.write_text(text)
         result = subprocess.run([find_tool("iree-compile"), str(source), *flags, "-o", str(output)], capture_output=True, text=True)
         if result.returncode != 0:
-            errors = [line for line in result.stderr.splitlines() if "error:" in line] or result.stderr.splitlines()[-1:]
-            raise RuntimeError(f"iree-compile failed: {errors[0] if errors else result.returncode}")
+            errors = [line for line in result.stderr.splitlines() if "error:" in line]
+            if result.returncode < 0 or "Stack dump:" in result.stderr:
+                raise PlainFailure(f"iree-compile crashed (exit code {result.returncode})" + (f" after: {errors[0]}" if errors else ""))
+            raise PlainFailure(f"iree-compile failed: {errors[0] if errors else result.stderr.strip()[-200:]}")
         return output.read_bytes()
 
 

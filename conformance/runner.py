@@ -201,9 +201,9 @@ def check_calls(case: Case, function: Callable[..., Any]) -> Outcome:
         try:
             actual = function(*inputs)
         except KilnError as error:
-            return Outcome(FAILS, error.stage, _first_line(error.message))
+            return Outcome(FAILS, error.stage, first_line(error.message))
         except Exception as error:  # not turned into a KilnError: a kiln bug, and said so
-            return Outcome(FAILS, "runtime", f"internal error: {type(error).__name__}: {_first_line(str(error))}")
+            return Outcome(FAILS, "runtime", f"internal error: {type(error).__name__}: {first_line(str(error))}")
         outcome = compare(expected, actual, case.tolerance)
         if outcome.ok:
             outcome = compare(eager_inputs, inputs, case.tolerance, what="inputs after the call")
@@ -423,17 +423,23 @@ def _compile(spec: ModelSpec, target: str, on_stage: Callable[[str], None]) -> t
     try:
         return run_pipeline(spec, CompileOptions(target=target), progress=track).compiled, Outcome(PASS)
     except KilnError as error:
-        return None, Outcome(FAILS, error.stage or stage[0], _first_line(_SOURCE_LINE.sub("", error.message)))
+        return None, Outcome(FAILS, error.stage or stage[0], error_line(error.message))
     except Exception as error:  # a failure kiln does not turn into a KilnError: say so, it is a kiln bug
-        return None, Outcome(FAILS, stage[0], f"internal error: {type(error).__name__}: {_first_line(str(error))}")
+        return None, Outcome(FAILS, stage[0], f"internal error: {type(error).__name__}: {first_line(str(error))}")
 
 
-# Where in the source an error points: " at /path/file.py:12", "/path/file.py:12:0: " or "<unknown>:0: ".
+# Where in the source an error points: " at /path/file.py:12", "/path/file.py:12:0: ", "<unknown>:0: " or
+# 'loc("/path/file.py":12:0): '.
 # Every case's source line is a line of this file or of torch, which says nothing about the op and
 # changes with edits.
-_SOURCE_LINE = re.compile(r" at /\S+:\d+(?= )|/\S+:\d+:\d+: |<unknown>:0: ")
+_SOURCE_LINE = re.compile(r' at /\S+:\d+(?= )|/\S+:\d+:\d+: |<unknown>:0: |loc\("[^"]*":\d+:\d+\): ')
 
 
-def _first_line(text: str, limit: int = 200) -> str:
+def error_line(text: str) -> str:
+    """An error's first line without the source location in it: what a table of outcomes records."""
+    return first_line(_SOURCE_LINE.sub("", text))
+
+
+def first_line(text: str, limit: int = 200) -> str:
     line = text.strip().splitlines()[0] if text.strip() else "(no message)"
     return line if len(line) <= limit else line[: limit - 3] + "..."
