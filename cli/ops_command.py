@@ -170,7 +170,9 @@ def run_cases(
     cases: Sequence[Case], target: str, likely_failures: set[str], jobs: int, suite: str = "ops", path: str = "kiln"
 ) -> dict[str, Outcome]:
     """Every case's outcome, its groups spread over `jobs` worker processes; progress on stderr."""
-    from kiln.conformance.runner import Checker, plan_groups
+    from functools import partial
+
+    from kiln.conformance.runner import Checker, check_suite, plan_groups
 
     checked = 0
 
@@ -179,5 +181,5 @@ def run_cases(
         checked += len(found)
         progress(f"{checked}/{len(cases)} cases checked")
 
-    with Checker(target, jobs, suite, path) as checker:
+    with Checker(target, jobs, check=partial(check_suite, suite, path)) as checker:
         return checker.check(plan_groups(cases, likely_failures), report)

@@ -10,11 +10,12 @@ with the recorded reason. The record also holds the plain stack's outcome of eac
 from __future__ import annotations
 
 import os
+from functools import partial
 
 import pytest
 
 from kiln.conformance.modules import MODULE_CASES, TOPICS
-from kiln.conformance.runner import PASS, Case, Checker, Outcome, plan_groups
+from kiln.conformance.runner import PASS, Case, Checker, Outcome, check_suite, plan_groups
 from kiln.conformance.support import PLAIN, kiln_only_failures, read_status, status_path
 
 TABLE = read_status(status_path("modules"))
@@ -29,7 +30,7 @@ def module_outcomes(request: pytest.FixtureRequest) -> dict[str, Outcome]:
     """The outcome of every module case this session runs, checked up front in worker processes."""
     selected = {item.callspec.params["case"].name for item in request.session.items if _is_module_test(item)}
     groups = [group for group in plan_groups(MODULE_CASES, LIKELY_FAILURES) if any(case.name in selected for case in group)]
-    with Checker("llvm-cpu", JOBS, suite="modules") as checker:
+    with Checker("llvm-cpu", JOBS, check=partial(check_suite, "modules", "kiln")) as checker:
         return checker.check(groups)
 
 
