@@ -41,6 +41,12 @@ if TYPE_CHECKING:
 )
 @click.option("--disable-pass", "disabled_passes", multiple=True, metavar="NAME", help="Leave this pass out (repeatable).")
 @click.option(
+    "--strict-primitives",
+    is_flag=True,
+    help="Fail for any op left outside kiln's primitive set after `prims` (require-primitives), even one "
+    "torch-mlir lowers; by default check-primitives lists those and fails only for ops nothing lowers.",
+)
+@click.option(
     "--print-after",
     multiple=True,
     metavar="NAME",
@@ -68,6 +74,7 @@ def compile_command(
     start_from: Path | None,
     pipeline_text: str,
     disabled_passes: tuple[str, ...],
+    strict_primitives: bool,
     print_after: tuple[str, ...],
     print_after_all: bool,
     timing: bool,
@@ -132,6 +139,7 @@ def compile_command(
         start_from=start_from,
         pipeline=parse_pipeline(pipeline_text),
         disable_passes=disabled_passes,
+        strict_primitives=strict_primitives,
         print_after=print_after,
         print_after_all=print_after_all,
     )

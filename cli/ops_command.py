@@ -20,10 +20,25 @@ from .options import TARGET_NAMES
 
 if TYPE_CHECKING:
     from kiln.conformance.runner import Case, Outcome
+    from kiln.conformance.support import Status
 
 
 @click.command("ops")
 @click.option("--target", type=click.Choice(TARGET_NAMES), default="llvm-cpu", show_default=True, help="The column to (re)fill.")
+@click.option(
+    "--suite",
+    type=click.Choice(["ops", "modules"]),
+    default="ops",
+    show_default=True,
+    help="ops: one case per op variant (conformance/cases.py); modules: whole modules and how they are "
+    "called (conformance/modules.py).",
+)
+@click.option(
+    "--plain",
+    is_flag=True,
+    help="Also run each case through the plain stack beneath kiln (torch-mlir and IREE alone, "
+    "conformance/plain.py) and record it in its own column; cases only kiln fails are listed first.",
+)
 @click.option(
     "--only",
     "patterns",
@@ -50,7 +65,14 @@ if TYPE_CHECKING:
 @click.option("--list", "list_only", is_flag=True, help="List the selected cases (name, ATen op, dtypes); run nothing.")
 @debug_option
 def ops_command(
-    target: str, patterns: tuple[str, ...], jobs: int, output: Path, status_file: Path | None, list_only: bool
+    target: str,
+    suite: str,
+    plain: bool,
+    patterns: tuple[str, ...],
+    jobs: int,
+    output: Path,
+    status_file: Path | None,
+    list_only: bool,
 ) -> None:
     """Check which ATen ops kiln compiles, and rewrite SUPPORT.md with the result.
 
@@ -72,6 +94,7 @@ def ops_command(
     Examples:
       kiln ops                              # every case on llvm-cpu; rewrites SUPPORT.md (minutes)
       kiln ops -j 2                         # the same on two processes
+      kiln ops --suite modules --plain      # the module suite, kiln and the plain stack side by side
       kiln ops --only 'conv*' --only 'pad.*' # a few rows; the others keep their status
       kiln ops --target cuda                # the cuda column: compile-only, no GPU needed
       kiln ops --list --only 'aten.sort.*'  # which cases exercise an op
@@ -79,34 +102,59 @@ def ops_command(
     tests/ops runs the same cases under pytest and expects exactly the failures recorded in conformance/status.json,
     so rerun `kiln ops` after making an op work (or after adding a case).
     """
-    from kiln.conformance.cases import CASES
-    from kiln.conformance.support import notes_path, read_status, render_support, write_status
+    from kiln.conformance.runner import suite_cases
+    from kiln.conformance.support import PLAIN, kiln_only_failures, read_status, status_path, write_status
 
-    selected = [case for case in CASES if _selected(case, patterns)]
+    cases = suite_cases(suite)
+    selected = [case for case in cases if _selected(case, patterns)]
     if not selected:
         raise click.UsageError(f"no case matches {', '.join(patterns)}; `kiln ops --list` lists them")
     if list_only:
         for case in selected:
             click.echo(f"{case.name:<48} {case.op:<40} {case.input_dtypes()}")
         return
+    if plain and target != "llvm-cpu":
+        raise click.UsageError("--plain runs on llvm-cpu only (the plain stack's artifacts are run here)")
+    status_file = status_file or status_path(suite)
     status = read_status(status_file)
-    likely_failures = {name for name, row in status.items() if target in row and not row[target].ok}
-    start = time.perf_counter()
-    outcomes = run_cases(selected, target, likely_failures, jobs)
-    seconds = time.perf_counter() - start
-    for name, outcome in outcomes.items():
-        status.setdefault(name, {})[target] = outcome
-    known = {case.name for case in CASES}
+    paths = {target: "kiln", **({PLAIN + target: "plain"} if plain else {})}
+    for column, path in paths.items():
+        likely_failures = {name for name, row in status.items() if column in row and not row[column].ok}
+        start = time.perf_counter()
+        outcomes = run_cases(selected, target, likely_failures, jobs, suite, path)
+        seconds = time.perf_counter() - start
+        for name, outcome in outcomes.items():
+            status.setdefault(name, {})[column] = outcome
+        failed = [name for name, outcome in outcomes.items() if not outcome.ok]
+        verb = "pass" if target == "llvm-cpu" else "compile"
+        click.echo(f"{column}: {len(outcomes) - len(failed)} of {len(outcomes)} cases {verb} ({seconds:.0f}s)")
+        if path == "kiln" and not plain:
+            for name in failed:
+                click.echo(f"  {name}: {outcomes[name]}")
+    known = {case.name for case in cases}
     status = {name: row for name, row in status.items() if name in known}  # cases removed from the table
     write_status(status, status_file)
-    output.write_text(render_support(CASES, status, notes_path().read_text()))
-    failed = [name for name, outcome in outcomes.items() if not outcome.ok]
-    click.echo(
-        f"{target}: {len(outcomes) - len(failed)} of {len(outcomes)} cases {'pass' if target == 'llvm-cpu' else 'compile'}"
-        f" ({seconds:.0f}s); wrote {output} and the recorded outcomes"
-    )
-    for name in failed:
-        click.echo(f"  {name}: {outcomes[name]}")
+    output.write_text(render_all({suite: status}))
+    if plain:
+        only_kiln = kiln_only_failures(selected, status, target)
+        click.echo(f"kiln-only failures (the plain stack passes them): {len(only_kiln)}")
+        for name in only_kiln:
+            click.echo(f"  {name}: {status[name][target]}")
+        click.echo("other kiln failures:")
+        for case in selected:
+            if case.name not in only_kiln and not status[case.name][target].ok:
+                click.echo(f"  {case.name}: {status[case.name][target]}  (plain: {status[case.name][PLAIN + target]})")
+    click.echo(f"wrote {output} and the recorded outcomes")
+
+
+def render_all(records: dict[str, Status] | None = None) -> str:
+    """SUPPORT.md from both suites' records (`records` where given, else their files) and the notes."""
+    from kiln.conformance.runner import suite_cases
+    from kiln.conformance.support import notes_path, read_status, render_modules, render_support, status_path
+
+    records = records or {}
+    ops, modules = (records.get(suite) or read_status(status_path(suite)) for suite in ("ops", "modules"))
+    return render_support(suite_cases("ops"), ops, notes_path().read_text(), render_modules(suite_cases("modules"), modules))
 
 
 def _selected(case: Case, patterns: Sequence[str]) -> bool:
@@ -118,9 +166,13 @@ def _glob(pattern: str) -> re.Pattern[str]:
     return re.compile(re.escape(pattern).replace(r"\*", ".*").replace(r"\?", "."))
 
 
-def run_cases(cases: Sequence[Case], target: str, likely_failures: set[str], jobs: int) -> dict[str, Outcome]:
+def run_cases(
+    cases: Sequence[Case], target: str, likely_failures: set[str], jobs: int, suite: str = "ops", path: str = "kiln"
+) -> dict[str, Outcome]:
     """Every case's outcome, its groups spread over `jobs` worker processes; progress on stderr."""
-    from kiln.conformance.runner import Checker, plan_groups
+    from functools import partial
+
+    from kiln.conformance.runner import Checker, check_suite, plan_groups
 
     checked = 0
 
@@ -129,5 +181,5 @@ def run_cases(cases: Sequence[Case], target: str, likely_failures: set[str], job
         checked += len(found)
         progress(f"{checked}/{len(cases)} cases checked")
 
-    with Checker(target, jobs) as checker:
+    with Checker(target, jobs, check=partial(check_suite, suite, path)) as checker:
         return checker.check(plan_groups(cases, likely_failures), report)

@@ -31,9 +31,10 @@ def run_command(
 ) -> None:
     """Run ARTIFACT (a .vmfb with its .json manifest) and print or save its outputs.
 
-    Inputs come from .npy files (one --input per model input, in order) or --random. A bf16
+    Inputs come from .npy files (one --input per input of the manifest, in order: forward's tensor
+    arguments, flattened; Python scalars it was compiled with are fixed in it) or --random. A bf16
     input may be given as a float32 .npy: it is rounded to bf16. bf16 outputs are saved as
-    float32 .npy (numpy has no bf16), exactly.
+    float32 .npy (numpy has no bf16), exactly. The outputs are forward's tensor results, flattened.
 
     \b
     Examples:
@@ -64,8 +65,7 @@ def run_command(
         values = [_read_npy(path, spec.dtype) for path, spec in zip(inputs, specs, strict=False)] + [
             _read_npy(path, None) for path in inputs[len(specs) :]
         ]
-    results = function(*values)
-    results = results if isinstance(results, tuple) else (results,)
+    results = function.flat(*values)  # the tensors in the manifest's order, whatever forward's nesting
     if outputs and len(outputs) != len(results):
         raise KilnError(f"the artifact has {len(results)} output(s) but {len(outputs)} --output path(s) were given", stage="run")
     for index, (spec, result) in enumerate(zip(function.spec.outputs, results, strict=True)):

@@ -52,6 +52,12 @@ def _any_dim(x: torch.Tensor, dim: int, keepdim: bool = False) -> torch.Tensor:
     return x.to(torch.float32).amax(dim, keepdim) != 0
 
 
+def _all_dims(x: torch.Tensor, dim: list[int] | None = None, keepdim: bool = False) -> torch.Tensor:
+    """`all` over several dimensions, which torch-mlir imports as an op it has no definition of."""
+    dims = list(range(x.dim())) if dim is None else list(dim)
+    return x.to(torch.float32).amin(dims, keepdim) != 0 if dims else x != 0
+
+
 def _erfc(x: torch.Tensor) -> torch.Tensor:
     """1 - erf(x): exact where erfc(x) is not tiny; for x above ~4 (f32) it is 0 where eager gives
     erfc's small positive value (an absolute error below 2e-8)."""
@@ -329,6 +335,7 @@ KILN_DECOMPOSITIONS: dict[torch._ops.OperatorBase, Callable[..., object]] = {
     # H200: a transformer layer's output off by 4e-2 relative L2, and right with f32).
     aten.all.dim: _all_dim,
     aten.any.dim: _any_dim,
+    aten.all.dims: _all_dims,
     # Ops torch-mlir cannot import as its own (opaque `torch.operator`s its backend contract rejects).
     aten.erfc.default: _erfc,
     aten.hypot.default: _hypot,

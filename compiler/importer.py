@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.export import ExportedProgram
@@ -39,11 +40,15 @@ def decomposition_table(keep_fused: bool) -> dict[torch._ops.OperatorBase, Calla
 
 
 def import_program(
-    programs: dict[str, ExportedProgram], external_weights: bool, keep_fused: bool = False
+    programs: dict[str, ExportedProgram],
+    external_weights: bool,
+    keep_fused: bool = False,
+    prepare: Callable[[str, ExportedProgram], Any] = lambda name, program: None,
 ) -> tuple[ir.Module, Parameters | None]:
     """Import each program as the function of its name into one module; weights are shared.
 
     `keep_fused`: leave the ops in FUSED_IN_IREE whole, for IREE's torch input pipeline.
+    `prepare(name, program)` sees each program as it is imported, decomposed (functional).
     """
     context = ir.Context()
     torch_dialect.register_dialect(context)
@@ -56,6 +61,7 @@ def import_program(
             if keep_fused:
                 attention_masks_at_full_batch(program)
             decomposed = program.run_decompositions(decomposition_table(keep_fused))
+            prepare(name, decomposed)
             # The frozen import looks up every buffer in the state dict, but torch.export keeps
             # non-persistent buffers (e.g. BERT's position_ids) among the constants.
             for buffer in decomposed.graph_signature.non_persistent_buffers:

@@ -31,7 +31,7 @@ class EntryPoint:
 
     name: str  # the artifact's function name: "main" for a plain model file
     module: torch.nn.Module
-    example_inputs: tuple[torch.Tensor, ...]
+    example_inputs: tuple[Any, ...]  # tensors, Python scalars, and tuples, lists and dicts of them
     method: str = "forward"
     dynamic_shapes: Any = None
 
@@ -228,21 +228,34 @@ def _call_if_factory(value: Any, name: str, path: Path) -> Any:
         raise KilnError(f"{path}: `{name}()` raised {type(exc).__name__}: {exc}", stage=STAGE) from exc
 
 
-def _check_inputs(value: Any, what: str, where: str) -> tuple[torch.Tensor, ...]:
+def _check_inputs(value: Any, what: str, where: str) -> tuple[Any, ...]:
+    """forward's example arguments, as a tuple: tensors, Python scalars (which torch.export fixes as
+    constants), and tuples, lists or dicts of them."""
     if isinstance(value, torch.Tensor):
         value = (value,)
     if isinstance(value, list):
         value = tuple(value)
-    if not isinstance(value, tuple) or not all(isinstance(v, torch.Tensor) for v in value):
+    if not isinstance(value, tuple) or not all(_is_argument(v) for v in value):
         kinds = (
             ", ".join(type(v).__name__ for v in value) if isinstance(value, tuple) else type(value).__name__
         )
         raise KilnError(
-            f"{where}: {what} must be a tuple of torch.Tensor, got {kinds}",
+            f"{where}: {what} must be a tuple of tensors (or Python scalars, or tuples, lists and dicts of them), "
+            f"got {kinds}",
             stage=STAGE,
             hint="e.g. `example_inputs = (torch.randn(8, 64),)`",
         )
     return value
+
+
+def _is_argument(value: Any) -> bool:
+    if isinstance(value, (torch.Tensor, bool, int, float, str)) or value is None:
+        return True
+    if isinstance(value, (tuple, list)):
+        return all(_is_argument(item) for item in value)
+    if isinstance(value, dict):
+        return all(_is_argument(item) for item in value.values())
+    return False
 
 
 def mark_dynamic(spec: ModelSpec, marks: tuple[str, ...]) -> ModelSpec:
@@ -270,6 +283,8 @@ def mark_dynamic(spec: ModelSpec, marks: tuple[str, ...]) -> ModelSpec:
                 stage=STAGE_OPTIONS,
             )
         axis = int(axis_text)
+        if not isinstance(spec.example_inputs[index], torch.Tensor):
+            raise KilnError(f"bad --dynamic-dim '{mark}': input '{names[index]}' is not a tensor", stage=STAGE_OPTIONS)
         if axis >= spec.example_inputs[index].dim():
             raise KilnError(
                 f"bad --dynamic-dim '{mark}': input '{names[index]}' has {spec.example_inputs[index].dim()} dimensions",

@@ -22,6 +22,7 @@ class CompileOptions:
     stop_after: str | None = None  # a stage name; stop there and keep the dumps
     start_from: Path | None = None  # a stage's dump (<NN>-<stage>.mlir): compile on from there
     disable_passes: tuple[str, ...] = ()  # passes left out of `pipeline`, wherever they are
+    strict_primitives: bool = False  # require-primitives in check-primitives' place: any op outside the set fails
     print_after: tuple[str, ...] = ()  # dump the module after these passes: <NN>-<stage>.after-<pass>.mlir
     print_after_all: bool = False  # ... and after every pass
     tuned: str | None = None  # how `kiln tune` chose these options: recorded in the manifest

@@ -19,18 +19,19 @@ from typing import Any
 from torch_mlir import ir
 
 from kiln.errors import KilnError
-from kiln.passes import PASSES, PassGroup, check_pipeline, without_passes
+from kiln.passes import PASSES, PassGroup, check_pipeline, with_strict_primitives, without_passes
 from kiln.passes.pass_api import PassFailure, parse_module, run_pass
-from kiln.runtime.manifest import FunctionSpec, Manifest, function_spec
+from kiln.runtime.manifest import FunctionSpec, Manifest, TensorSpec, function_spec
 
 from .artifact import Compiled, versions
+from .boundary import apply_plan
 from .capture import Exported, capture
 from .importer import import_program
 from .iree_backend import iree_compile_with_workarounds
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .out_variants import add_out_variants
-from .signature import Signature, signature_of
+from .signature import Plan, Signature, plan_convention, shared_state
 from .targets import ResolvedTarget, resolve
 from .weights import Parameters, external_parameters
 
@@ -114,7 +115,8 @@ def stage_names(options: CompileOptions | None = None) -> tuple[str, ...]:
 
 def _active_pipeline(options: CompileOptions, handoff: str) -> tuple[PassGroup, ...]:
     check_pipeline(options.pipeline)
-    pipeline = without_passes(_up_to_handoff(options.pipeline, handoff), options.disable_passes)
+    pipeline = with_strict_primitives(options.pipeline) if options.strict_primitives else options.pipeline
+    pipeline = without_passes(_up_to_handoff(pipeline, handoff), options.disable_passes)
     listed = {name for group in pipeline for name in group.passes}
     for name in options.print_after:
         if name not in listed:
@@ -268,22 +270,40 @@ def _capture(spec: ModelSpec, context: StageContext) -> Exported:
 
 def _import(exported: Exported, context: StageContext) -> Program:
     assert context.spec is not None
-    programs = exported.programs
+    plans: dict[str, Plan] = {}
+    state = shared_state(exported.programs)  # state one function mutates is read by every function from the artifact
     module, parameters = import_program(
-        programs,
+        exported.programs,
         context.resolved.external_weights(context.spec.weight_bytes),
         keep_fused=context.resolved.handoff == "torch",
+        prepare=lambda name, program: plans.setdefault(name, plan_convention(program, state, exported.programs[name])),
     )
-    functions = tuple(_function_spec(name, signature_of(program)) for name, program in programs.items())
+    for name, plan in plans.items():
+        apply_plan(module, name, plan)
+    carried = context.resolved.target.carried_dtypes
+    functions = tuple(_function_spec(name, plan.signature, carried) for name, plan in plans.items())
     convention = {"functions": [asdict(function) for function in functions], "precision": context.spec.precision}
     with module.context:
         module.operation.attributes[CALLING_CONVENTION] = ir.StringAttr.get(json.dumps(convention))
     return Program(module, functions, context.spec.precision, parameters)
 
 
-def _function_spec(name: str, signature: Signature) -> FunctionSpec:
-    symbols = {symbol: list(bounds) for symbol, bounds in signature.symbols.items()}
-    return FunctionSpec(name=name, inputs=signature.inputs, outputs=signature.outputs, symbols=symbols)
+def _function_spec(name: str, signature: Signature, carried: dict[str, str]) -> FunctionSpec:
+    """The manifest's entry for one function; a dtype the target lacks is carried as another one."""
+
+    def boundary(specs: tuple[TensorSpec, ...]) -> tuple[TensorSpec, ...]:
+        return tuple(replace(spec, carried_as=carried.get(spec.dtype)) for spec in specs)
+
+    return FunctionSpec(
+        name=name,
+        inputs=boundary(signature.inputs),
+        outputs=boundary(signature.outputs),
+        symbols={symbol: list(bounds) for symbol, bounds in signature.symbols.items()},
+        arguments=signature.arguments,
+        results=signature.results,
+        writes_back=signature.writes_back,
+        state=signature.state,
+    )
 
 
 def _pass_group(group: PassGroup) -> Callable[[Program, StageContext], Program]:

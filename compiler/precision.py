@@ -12,6 +12,7 @@ import copy
 from dataclasses import replace
 
 import torch
+from torch.utils._pytree import tree_map
 
 from kiln.errors import KilnError
 
@@ -30,6 +31,6 @@ def convert_precision(spec: ModelSpec, precision: str | None) -> ModelSpec:
     entries = []
     for entry in spec.entries:
         module = converted.setdefault(id(entry.module), copy.deepcopy(entry.module).to(dtype))
-        inputs = tuple(x.to(dtype) if x.is_floating_point() else x for x in entry.example_inputs)
+        inputs = tree_map(lambda x: x.to(dtype) if isinstance(x, torch.Tensor) and x.is_floating_point() else x, entry.example_inputs)
         entries.append(replace(entry, module=module, example_inputs=inputs))
     return replace(spec, entries=tuple(entries), precision=precision)

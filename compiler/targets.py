@@ -14,7 +14,7 @@ import platform
 import re
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kiln.errors import KilnError
 from kiln.runtime.devices import CPU_STACK_ALLOCATION_LIMIT, host_cpu_model
@@ -55,6 +55,10 @@ class Target:
     # The default hand-off point (HANDOFFS). llvm-cpu: linalg, as IREE's fused attention is far slower
     # there; vulkan-spirv: linalg, as IREE 3.13 cannot compile fused attention for SPIR-V; rocm: unmeasured.
     handoff: str = "linalg"
+    # Dtypes the compiled functions take and return as another one, converted by the runtime at the
+    # boundary and recorded in the manifest (`carried_as`). IREE demotes float64 to float32 unless told
+    # otherwise; llvm-cpu keeps float64 (_cpu_flags), the GPU targets take IREE's default.
+    carried_dtypes: dict[str, str] = field(default_factory=lambda: {"float64": "float32"})
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,8 @@ def _cpu_flags(options: CompileOptions, arch: ArchChoice | None) -> list[str]:
         # dispatch needs ~74 KB of stack, over IREE's 32 KB default. The runtime gives CPU workers
         # a stack of twice this limit (runtime/devices.py) so the bound stays safe.
         f"--iree-llvmcpu-stack-allocation-limit={CPU_STACK_ALLOCATION_LIMIT}",
+        # float64 stays float64, as in eager PyTorch: CPUs compute it natively (IREE demotes it by default).
+        "--iree-input-demote-f64-to-f32=false",
     ]
 
 
@@ -238,6 +244,7 @@ TARGETS: dict[str, Target] = {
         driver="local-task",
         flags=_cpu_flags,
         details=_cpu_details,
+        carried_dtypes={},
     ),
     "cuda": Target(
         name="cuda",

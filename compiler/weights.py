@@ -81,7 +81,7 @@ class WeightHooks(FxImporterHooks):
         self._literals: dict[str, ir.Attribute] = {}  # one copy of each weight, however many functions use it
         self.lifted: dict[str, torch.Tensor] = {}
         if external:
-            _load_torch_conversion_dialect(module.context)
+            load_torch_conversion_dialect(module.context)
 
     def name_weights(self, program: ExportedProgram) -> None:
         """Learn the names of `program`'s weights (by identity) before it is imported."""
@@ -136,7 +136,7 @@ class WeightHooks(FxImporterHooks):
             )
 
 
-def _load_torch_conversion_dialect(context: ir.Context) -> None:
+def load_torch_conversion_dialect(context: ir.Context) -> None:
     """`torch_c` is only loaded as a dependency of the lowering passes; running them on an empty
     module loads it, so the hook can build `torch_c.from_builtin_tensor`."""
     with context:

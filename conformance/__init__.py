@@ -1,8 +1,11 @@
-"""kiln.conformance: which ATen ops and which real model families kiln compiles, checked against eager PyTorch.
+"""kiln.conformance: which ATen ops, which modules as users write them, and which real model families
+kiln compiles, checked against eager PyTorch.
 
-Import rule: kiln.compiler, kiln.runtime and kiln.errors. `cases` is the op case table (data),
-`runner` compiles and checks cases in worker processes, `support` keeps each case's expected
-outcome as data and writes SUPPORT.md from it (never reading it back). `families` is the table of
-model families (builders from transformers and timm), `family_runner` checks them in the same
-worker processes and writes FAMILIES.md from their recorded outcomes.
+Import rule: kiln.compiler, kiln.runtime and kiln.errors. `cases` is the op suite's table and
+`modules` the module suite's (data), `runner` compiles and checks cases in worker processes,
+`plain` sends them through the plain stack beneath kiln (torch-mlir and IREE alone) for
+comparison, `support` keeps each case's expected outcome as data and writes SUPPORT.md from it
+(never reading it back). `families` is the table of model families (builders from transformers
+and timm), `family_runner` checks them in the same worker processes and writes FAMILIES.md from
+their recorded outcomes.
 """

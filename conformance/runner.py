@@ -16,6 +16,9 @@ The case table is cases.py; this is the runner (Case, Outcome, check_group, Chec
 
 from __future__ import annotations
 
+import collections
+import copy
+import importlib
 import math
 import multiprocessing
 import os
@@ -24,7 +27,7 @@ import time
 import warnings
 import zlib
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
@@ -76,20 +79,29 @@ class Arg:
         return values.to(dtype)
 
 
-# An input is an Arg, or a function of (generator, case dtype) for values an Arg cannot describe.
-Input = Arg | Callable[[torch.Generator, torch.dtype], torch.Tensor]
+# An input is an Arg, a function of (generator, case dtype) for values an Arg cannot describe, or a
+# plain Python value (a scalar, or a tuple, list or dict of them), passed as is.
+Input = Arg | Callable[[torch.Generator, torch.dtype], Any] | bool | int | float | str | None | tuple | list | dict
 
 
 @dataclass(frozen=True)
 class Case:
-    """One op variant in one dtype: `name` is `<variant>[<dtype>]`, e.g. `conv2d.groups2[f16]`."""
+    """One module called with its inputs and compared with eager PyTorch.
+
+    In the op suite (cases.py) each case is one op variant in one dtype: `name` is `<variant>[<dtype>]`,
+    e.g. `conv2d.groups2[f16]`, and `op` the ATen overload it exercises, as in torch.export's graph
+    ("aten.conv2d.default"). In the module suite (modules.py) `op` is the part of the calling
+    convention or the failure class it exercises ("mutation", "dtypes", ...), `dtype` is None (the
+    module keeps its own dtypes), and `calls` > 1 checks state the module keeps between calls.
+    """
 
     name: str
-    op: str  # the ATen overload it exercises, as in torch.export's graph: "aten.conv2d.default"
+    op: str
     build: Callable[[], nn.Module]
     args: tuple[Input, ...]
-    dtype: torch.dtype
+    dtype: torch.dtype | None
     tolerance: tuple[float, float] | None = None  # (rtol, atol); None: by output dtype
+    calls: int = 1  # calls compared in a row, each with the same inputs, on one module and one artifact
 
     @property
     def variant(self) -> str:
@@ -104,17 +116,21 @@ class Case:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
             module = self.build().eval()
-        return module.to(self.dtype) if self.dtype.is_floating_point else module
+        return module.to(self.dtype) if self.dtype is not None and self.dtype.is_floating_point else module
 
-    def inputs(self) -> tuple[torch.Tensor, ...]:
+    def inputs(self) -> tuple[Any, ...]:
+        """Fresh inputs, the same on every call (a module may mutate them)."""
         generator = torch.Generator().manual_seed(self.seed)
+        dtype = self.dtype or torch.float32
         return tuple(
-            arg.make(generator, self.dtype) if isinstance(arg, Arg) else arg(generator, self.dtype) for arg in self.args
+            arg.make(generator, dtype) if isinstance(arg, Arg) else arg(generator, dtype) if callable(arg) else copy.deepcopy(arg)
+            for arg in self.args
         )
 
     def input_dtypes(self) -> str:
-        """The dtypes of the inputs, short and deduplicated: "f32, i64"."""
-        return ", ".join(dict.fromkeys(short_dtype(x.dtype) for x in self.inputs()))
+        """The dtypes of the inputs, short and deduplicated ("f32, i64"); a Python value by its type."""
+        leaves, _ = tree_flatten(self.inputs())
+        return ", ".join(dict.fromkeys(short_dtype(x.dtype) if isinstance(x, torch.Tensor) else type(x).__name__ for x in leaves))
 
 
 @dataclass(frozen=True)
@@ -169,16 +185,33 @@ def check_group(
         return {case.name: Outcome(COMPILES) for case in group}
     on_stage("runtime")
     functions = compiled.load().functions
-    outcomes = {}
-    for entry, (case, _, inputs) in zip(entries, prepared, strict=True):
-        expected = entry(*inputs)
+    return {case.name: check_calls(case, functions[entry.name]) for entry, (case, _, _) in zip(entries, prepared, strict=True)}
+
+
+def check_calls(case: Case, function: Callable[..., Any]) -> Outcome:
+    """Call `function` `case.calls` times beside a fresh eager module, comparing results and inputs.
+
+    Each call gets fresh inputs for both; after it, the inputs themselves must agree too (a module
+    may mutate them in place). The eager module is built anew: its state starts where the
+    compiled artifact's does.
+    """
+    eager = case.module()
+    for call in range(case.calls):
+        eager_inputs, inputs = case.inputs(), case.inputs()
+        with torch.no_grad():
+            expected = eager(*eager_inputs)
         try:
-            actual = functions[entry.name](*inputs)
+            actual = function(*inputs)
         except KilnError as error:
-            outcomes[case.name] = Outcome(FAILS, error.stage, _first_line(error.message))
-            continue
-        outcomes[case.name] = compare(expected, actual, case.tolerance)
-    return outcomes
+            return Outcome(FAILS, error.stage, first_line(error.message))
+        except Exception as error:  # not turned into a KilnError: a kiln bug, and said so
+            return Outcome(FAILS, "runtime", f"internal error: {type(error).__name__}: {first_line(str(error))}")
+        outcome = compare(expected, actual, case.tolerance)
+        if outcome.ok:
+            outcome = compare(eager_inputs, inputs, case.tolerance, what="inputs after the call")
+        if not outcome.ok:
+            return replace(outcome, detail=f"call {call + 1}: {outcome.detail}") if case.calls > 1 else outcome
+    return Outcome(PASS)
 
 
 class Checker:
@@ -235,7 +268,7 @@ class Checker:
         self.close()
 
 
-GROUP_SECONDS = (20.0, 4.0)  # a worker's time for a group: the first plus the second per case
+GROUP_SECONDS = (45.0, 4.0)  # a worker's time for a group: the first plus the second per case (on a busy machine)
 MEMORY_LIMIT = 4 << 30  # bytes of resident memory a worker may reach
 
 
@@ -273,7 +306,7 @@ class _Worker:
                     return value
         except (EOFError, OSError):
             self.process.join(timeout=10)
-            return self._lost(f"kiln crashed (exit code {self.process.exitcode})")
+            return self._lost(f"the worker crashed (exit code {self.process.exitcode})")
         if time.monotonic() > self.deadline:
             return self._lost(f"no result after {time.monotonic() - self.started:.0f}s (a hang?)")
         if _resident_bytes(self.process.pid) > MEMORY_LIMIT:
@@ -309,6 +342,28 @@ def check_named_cases(names: Sequence[str], target: str, on_stage: Callable[[str
     return check_group([by_name[name] for name in names], target, on_stage)
 
 
+# The case tables, by suite name: module and attribute (each table imports this module).
+SUITES = {"ops": ("kiln.conformance.cases", "CASES"), "modules": ("kiln.conformance.modules", "MODULE_CASES")}
+
+
+def suite_cases(suite: str) -> tuple[Case, ...]:
+    module, name = SUITES[suite]
+    return getattr(importlib.import_module(module), name)
+
+
+def check_suite(suite: str, path: str, names: Sequence[str], target: str, on_stage: Callable[[str], None]) -> dict[str, Outcome]:
+    """The cases of these names in `suite`, through kiln (`path` "kiln": check_group) or through the
+    plain stack beneath it ("plain": plain.check_plain, case by case). A Checker's `check` as
+    `functools.partial(check_suite, suite, path)`."""
+    by_name = {case.name: case for case in suite_cases(suite)}
+    group = [by_name[name] for name in names]
+    if path == "plain":
+        from .plain import check_plain
+
+        return {case.name: check_plain(case, target, on_stage) for case in group}
+    return check_group(group, target, on_stage)
+
+
 def _serve(connection: Connection, check: NamedCheck) -> None:
     """A worker's loop: check the named groups it is sent, reporting each stage as it starts."""
     warnings.filterwarnings("ignore", category=FutureWarning)  # torch's, on every export
@@ -330,23 +385,50 @@ def _resident_bytes(pid: int) -> int:
         return 0
 
 
-def compare(expected: Any, actual: Any, tolerance: tuple[float, float] | None = None) -> Outcome:
-    """PASS when every output has eager's dtype and shape and its values (floats within tolerance)."""
-    want, _ = tree_flatten(expected)
-    got, _ = tree_flatten(actual)
+def compare(expected: Any, actual: Any, tolerance: tuple[float, float] | None = None, what: str = "") -> Outcome:
+    """PASS when `actual` nests as `expected` does and every leaf agrees: a tensor has eager's dtype,
+    shape and values (floats within tolerance), anything else eager's type and value."""
+    want, want_spec = tree_flatten(expected)
+    got, got_spec = tree_flatten(actual)
+    prefix = f"{what}: " if what else ""
+    noun = "value" if what else "output"
+    if len(got) != len(want):
+        return Outcome(MISMATCH, detail=f"{prefix}{len(got)} {noun}s, eager has {len(want)}")
+    if got_spec != want_spec:
+        return Outcome(MISMATCH, detail=f"{prefix}nested as {_nesting(got_spec)}, eager {_nesting(want_spec)}")
     override = Tolerance(tolerance[0], tolerance[1], math.inf) if tolerance else None
-    comparisons = compare_all(got, want, override)
-    for index, comparison in enumerate(comparisons):
-        where = f"output {index}: " if len(comparisons) > 1 else ""
+    for index, (g, w) in enumerate(zip(got, want, strict=True)):
+        where = prefix + (f"{noun} {index}: " if len(want) > 1 else "")
+        if not isinstance(w, torch.Tensor) or not isinstance(g, torch.Tensor):
+            if type(g) is not type(w) or not (g == w or (g != g and w != w)):
+                return Outcome(MISMATCH, detail=f"{where}{_short(g)}, eager {_short(w)}")
+            continue
+        comparison = compare_all([g], [w], override)[0]
         if comparison.problem is not None:
             return Outcome(MISMATCH, detail=f"{where}{comparison.problem}")
         if comparison.close:
             continue
-        if not want[index].is_floating_point():
-            return Outcome(MISMATCH, detail=f"{where}{comparison.differing} of {want[index].numel()} elements differ")
+        if not w.is_floating_point():
+            return Outcome(MISMATCH, detail=f"{where}{comparison.differing} of {w.numel()} elements differ")
         rtol, atol = comparison.tolerance.rtol, comparison.tolerance.atol
         return Outcome(MISMATCH, detail=f"{where}max abs error {comparison.max_abs:.2g} (rtol {rtol:g}, atol {atol:g})")
     return Outcome(PASS)
+
+
+def _nesting(spec: Any) -> str:
+    """A pytree spec in one short line: "tuple(*, list(*, *))"."""
+    if spec.is_leaf():
+        return "*"
+    name = getattr(spec.type, "__name__", str(spec.type))
+    if spec.type is collections.namedtuple:
+        name = spec.context.__name__
+    return f"{name}({', '.join(_nesting(child) for child in spec.children())})"
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a {short_dtype(value.dtype)} tensor"
+    return repr(value) if len(repr(value)) < 40 else type(value).__name__
 
 
 def _compile(spec: ModelSpec, target: str, on_stage: Callable[[str], None]) -> tuple[Any, Outcome]:
@@ -362,17 +444,23 @@ def _compile(spec: ModelSpec, target: str, on_stage: Callable[[str], None]) -> t
     try:
         return run_pipeline(spec, CompileOptions(target=target), progress=track).compiled, Outcome(PASS)
     except KilnError as error:
-        return None, Outcome(FAILS, error.stage or stage[0], _first_line(_SOURCE_LINE.sub("", error.message)))
+        return None, Outcome(FAILS, error.stage or stage[0], error_line(error.message))
     except Exception as error:  # a failure kiln does not turn into a KilnError: say so, it is a kiln bug
-        return None, Outcome(FAILS, stage[0], f"internal error: {type(error).__name__}: {_first_line(str(error))}")
+        return None, Outcome(FAILS, stage[0], f"internal error: {type(error).__name__}: {first_line(str(error))}")
 
 
-# Where in the source an error points: " at /path/file.py:12", "/path/file.py:12:0: " or "<unknown>:0: ".
+# Where in the source an error points: " at /path/file.py:12", "/path/file.py:12:0: ", "<unknown>:0: " or
+# 'loc("/path/file.py":12:0): '.
 # Every case's source line is a line of this file or of torch, which says nothing about the op and
 # changes with edits.
-_SOURCE_LINE = re.compile(r" at /\S+:\d+(?= )|/\S+:\d+:\d+: |<unknown>:0: ")
+_SOURCE_LINE = re.compile(r' at /\S+:\d+(?= )|/\S+:\d+:\d+: |<unknown>:0: |loc\("[^"]*":\d+:\d+\): ')
 
 
-def _first_line(text: str, limit: int = 200) -> str:
+def error_line(text: str) -> str:
+    """An error's first line without the source location in it: what a table of outcomes records."""
+    return first_line(_SOURCE_LINE.sub("", text))
+
+
+def first_line(text: str, limit: int = 200) -> str:
     line = text.strip().splitlines()[0] if text.strip() else "(no message)"
     return line if len(line) <= limit else line[: limit - 3] + "..."

@@ -1,9 +1,11 @@
-"""What the conformance suite expects of each case, kept as data, and SUPPORT.md written from it.
+"""What the conformance suites expect of each case, kept as data, and SUPPORT.md written from it.
 
-`status.json` (beside this file) holds the last outcome of every case on every target that was
-run: `kiln ops` rewrites the entries it ran, and tests/ops expects exactly the failures it lists
-(strict xfail). SUPPORT.md, at the root of a checkout, is rendered from that data and the
-hand-written notes (`notes.md` beside this file); nothing ever reads SUPPORT.md back.
+`status.json` (beside this file) holds the last outcome of every case of the op suite on every
+target that was run, `modules.json` the same for the module suite, with the plain stack's outcome
+in a column of its own (`plain llvm-cpu`): `kiln ops` rewrites the entries it ran, and tests/ops
+expects exactly the failures they list (strict xfail). SUPPORT.md, at the root of a checkout, is
+rendered from that data and the hand-written notes (`notes.md` beside this file); nothing ever
+reads SUPPORT.md back.
 """
 
 from __future__ import annotations
@@ -24,8 +26,12 @@ TARGET_ORDER = ("llvm-cpu", "cuda", "vulkan-spirv", "rocm")
 Status = dict[str, dict[str, Outcome]]  # case name -> target -> outcome
 
 
-def status_path() -> Path:
-    return Path(str(resources.files("kiln.conformance") / "status.json"))
+STATUS_FILES = {"ops": "status.json", "modules": "modules.json"}  # suite -> its record, beside this file
+PLAIN = "plain "  # a column of the plain stack's outcomes: "plain llvm-cpu"
+
+
+def status_path(suite: str = "ops") -> Path:
+    return Path(str(resources.files("kiln.conformance") / STATUS_FILES[suite]))
 
 
 def notes_path() -> Path:
@@ -59,8 +65,9 @@ def _outcome(cell: str | dict[str, str]) -> Outcome:
     return Outcome(cell) if isinstance(cell, str) else Outcome(**cell)
 
 
-def render_support(cases: Sequence[Case], status: Status, notes: str) -> str:
-    """SUPPORT.md: a summary per target, the notes, then one row per case with its status per target."""
+def render_support(cases: Sequence[Case], status: Status, notes: str, modules: str = "") -> str:
+    """SUPPORT.md: a summary per target, the notes, one row per case with its status per target, then
+    `modules` (render_modules)."""
     targets = [target for target in TARGET_ORDER if any(target in row for row in status.values())]
     lines = [
         "# Op support",
@@ -98,6 +105,57 @@ def render_support(cases: Sequence[Case], status: Status, notes: str) -> str:
     for case in cases:
         row = status.get(case.name, {})
         cells = [_escape(str(row[target])) if target in row else NOT_RUN for target in targets]
+        lines.append(f"| `{case.name}` | {case.op} | {case.input_dtypes()} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n" + (f"\n{modules}" if modules else "")
+
+
+def kiln_only_failures(cases: Sequence[Case], status: Status, target: str = "llvm-cpu") -> list[str]:
+    """The cases the plain stack passes and kiln does not: kiln must never be worse than it."""
+    return [
+        case.name
+        for case in cases
+        if PLAIN + target in status.get(case.name, {})
+        and status[case.name][PLAIN + target].ok
+        and not status[case.name].get(target, Outcome("not run")).ok
+    ]
+
+
+def render_modules(cases: Sequence[Case], status: Status, target: str = "llvm-cpu") -> str:
+    """The module suite's section of SUPPORT.md: kiln against the plain stack, by topic, then case by case."""
+    plain = PLAIN + target
+    rows = [status.get(case.name, {}) for case in cases]
+    kiln_passed = sum(target in row and row[target].ok for row in rows)
+    plain_passed = sum(plain in row and row[plain].ok for row in rows)
+    only_kiln = kiln_only_failures(cases, status, target)
+    better = [case.name for case, row in zip(cases, rows, strict=True) if row.get(target, Outcome("x")).ok and plain in row and not row[plain].ok]
+    lines = [
+        "## Modules",
+        "",
+        "Whole modules as users write them (`conformance/modules.py`): Python scalars in and out, inputs and",
+        "buffers mutated in place, every dtype at the boundary, nested results, zero-size tensors, complex",
+        "numbers, constants, and ops outside kiln's primitive set. Each is compiled by kiln and by the plain",
+        "stack beneath it (torch-mlir's `export_and_import` to linalg, `iree-compile` for llvm-cpu,",
+        "`iree.runtime`: `conformance/plain.py`), run, and compared with eager PyTorch: kiln on nesting, dtype,",
+        "shape and values of every result and of the inputs after the call (over several calls where the",
+        "module keeps state), the plain stack leniently (its outputs, converted to eager's dtypes).",
+        "",
+        f"| {len(cases)} cases | kiln ({target}) | plain stack ({target}) |",
+        "|---|---|---|",
+        f"| pass | {kiln_passed} ({100 * kiln_passed / max(len(cases), 1):.1f}%) | {plain_passed} ({100 * plain_passed / max(len(cases), 1):.1f}%) |",
+        f"| fail where the other passes | {len(only_kiln)} | {len(better)} |",
+        "",
+        "| topic | cases | kiln pass | plain pass |",
+        "|---|---|---|---|",
+    ]
+    for topic in dict.fromkeys(case.op for case in cases):
+        members = [row for case, row in zip(cases, rows, strict=True) if case.op == topic]
+        kiln_ok = sum(target in row and row[target].ok for row in members)
+        plain_ok = sum(plain in row and row[plain].ok for row in members)
+        lines.append(f"| {topic} | {len(members)} | {kiln_ok} | {plain_ok} |")
+    lines += ["", f"Cases only kiln fails: {', '.join(f'`{name}`' for name in only_kiln) if only_kiln else 'none'}.", ""]
+    lines += ["| case | topic | inputs | kiln | plain |", "|---|---|---|---|---|"]
+    for case, row in zip(cases, rows, strict=True):
+        cells = [_escape(str(row[column])) if column in row else NOT_RUN for column in (target, plain)]
         lines.append(f"| `{case.name}` | {case.op} | {case.input_dtypes()} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -18,6 +18,7 @@ from .pipelines import (
     check_pipeline,
     parse_pipeline,
     pipeline_text,
+    with_strict_primitives,
     without_passes,
 )
 from .registry import PASSES
@@ -32,5 +33,6 @@ __all__ = [
     "check_pipeline",
     "parse_pipeline",
     "pipeline_text",
+    "with_strict_primitives",
     "without_passes",
 ]

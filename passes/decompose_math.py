@@ -126,7 +126,8 @@ def decompose_isclose(op: ir.OpView, rewriter: Rewriter) -> None:
 
     close = _predicate(rewriter, "torch.aten.eq.Tensor", [a, b], a)
     if equal_nan:
-        close = either(close, both(_predicate(rewriter, "torch.aten.isnan", [a], a), _predicate(rewriter, "torch.aten.isnan", [b], a)))
+        # NaN is the one value unequal to itself (torch-to-linalg has no lowering of aten.isnan)
+        close = either(close, both(_predicate(rewriter, "torch.aten.ne.Tensor", [a, a], a), _predicate(rewriter, "torch.aten.ne.Tensor", [b, b], a)))
     if rtol != 0 or atol != 0:
         allowed = _add_scalar(rewriter, elementwise(rewriter, "torch.aten.abs", _mul_scalar(rewriter, b, float(rtol))), float(atol))
         actual = elementwise(rewriter, "torch.aten.abs", elementwise(rewriter, "torch.aten.sub.Tensor", a, b, int_constant(rewriter, 1)))

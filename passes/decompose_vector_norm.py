@@ -26,9 +26,10 @@ def decompose_vector_norm(op: ir.OpView, rewriter: Rewriter) -> None:
     x, ord_value, dim_value, keepdim_value, dtype_value = op.operands
     described, result = static_type(x), tensor_type(op.result.type)
     order, keepdim = number(ord_value), constant_bool(keepdim_value)
-    dims = list(range(len(shape_of(x)))) if producer(dim_value, "torch.constant.none") else constant_ints(dim_value)
+    dims = list(range(len(described.shape))) if described and producer(dim_value, "torch.constant.none") else constant_ints(dim_value)
     if (
         described is None
+        or not described.shape  # a 0-d tensor: its norm over dim 0 is |x|, left to torch-mlir's lowering
         or result is None
         or not described.is_float
         or described.dtype != result.dtype

@@ -127,6 +127,29 @@ def run_pass(module: ir.Module, pass_: Pass, side_files: Path | None = None) -> 
             manager.run(module.operation)
         except ir.MLIRError as exc:
             raise PassFailure(pass_.name, _diagnostics(exc)) from exc
+        except PatternCrash as crash:  # a bug in one of kiln's patterns, at the op it was rewriting
+            message = f"'{crash.op_name}' op: kiln's pass crashed on it: {crash.describe()}"
+            raise PassFailure(pass_.name, [Diagnostic(crash.location, message)]) from crash.error
+        except Exception as exc:  # a bug in a Python pass's own code
+            raise PassFailure(pass_.name, [Diagnostic("unknown", f"kiln's pass crashed: {_describe(exc)}")]) from exc
+
+
+class PatternCrash(Exception):
+    """A rewrite pattern raised: carries the op it was matching, so the error can name it."""
+
+    def __init__(self, op: ir.Operation, error: Exception) -> None:
+        super().__init__(str(error))
+        self.op_name = op.name
+        self.location = str(op.location)
+        self.error = error
+
+    def describe(self) -> str:
+        return _describe(self.error)
+
+
+def _describe(error: Exception) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
 
 
 class Rewriter:
@@ -220,8 +243,11 @@ def apply_patterns(op: ir.Operation, patterns: Mapping[str, Pattern]) -> None:
     def adapt(function: Pattern) -> Callable[[Any, Any], bool]:
         def pattern(matched: Any, rewriter: Any) -> bool:
             ours = Rewriter(rewriter, matched.operation)
-            with matched.location:  # what the pattern builds is located at the op it rewrites
-                function(matched, ours)
+            try:
+                with matched.location:  # what the pattern builds is located at the op it rewrites
+                    function(matched, ours)
+            except Exception as error:
+                raise PatternCrash(matched.operation, error) from error
             return not ours.has_done_action  # the binding reads a truthy result as "no match"
 
         return pattern

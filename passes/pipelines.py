@@ -33,6 +33,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "check-static-shapes",  # before the backend contract, which never returns on x[mask]
             "fmod-scalar-to-tensor",  # before the backend contract, which decomposes fmod.Tensor only
             *TORCH_BACKEND,
+            "fold-empty-tensors",  # first after the backend contract: lowerings divide by zero-size shapes
             "decompose-gelu",
             "decompose-sigmoid",
             "decompose-math",
@@ -45,9 +46,10 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "decompose-pool-indices",
             "expand-pow-int",
             "promote-int-clamp",
+            "promote-uint8-arithmetic",
             "split-negative-pad",
             "round-float-scalars",  # after the decompositions above, which make float scalars too
-            "check-primitives",  # last: the promise this stage makes to the ones after it
+            "check-primitives",  # last: lists what is left outside the primitive set, fails for what nothing lowers
         ),
     ),
     PassGroup(
@@ -67,7 +69,13 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "cse",
         ),
     ),
-    PassGroup("linalg", ("torch-to-linalg",)),
+    PassGroup(
+        "linalg",
+        (
+            "torch-to-linalg",
+            "fold-truncf-constants",  # float scalars truncated on the host, which llvm-cpu cannot compile with f64 kept
+        ),
+    ),
     PassGroup(
         "fused",
         (
@@ -139,6 +147,15 @@ def check_pipeline(pipeline: tuple[PassGroup, ...], level: str | None = "torch")
                     hint="`kiln passes` lists each pass's level; torch-to-linalg lowers torch IR to linalg",
                 )
             level = pass_.lowers_to or level
+
+
+def with_strict_primitives(pipeline: tuple[PassGroup, ...]) -> tuple[PassGroup, ...]:
+    """`pipeline` with require-primitives in check-primitives' place (`--strict-primitives`): any op
+    left outside the primitive set then fails the compile, even one torch-mlir's lowering takes."""
+    return tuple(
+        PassGroup(group.name, tuple("require-primitives" if p == "check-primitives" else p for p in group.passes))
+        for group in pipeline
+    )
 
 
 def without_passes(pipeline: tuple[PassGroup, ...], names: tuple[str, ...]) -> tuple[PassGroup, ...]:

@@ -14,8 +14,9 @@ def _aten(*names: str) -> frozenset[str]:
     return frozenset(f"torch.aten.{name}" for name in names)
 
 
-# The module's frame: functions, constants, lists, literal tensors, and weights kept outside the
-# IR (compiler/weights.py loads them as ml_program globals).
+# The module's frame: functions, constants, lists, literal tensors, weights kept outside the IR
+# (compiler/weights.py loads them as ml_program globals), and state the module keeps across calls
+# (compiler/boundary.py: a mutable global, loaded and stored).
 STRUCTURE = frozenset(
     {
         "builtin.module",
@@ -23,7 +24,10 @@ STRUCTURE = frozenset(
         "func.return",
         "ml_program.global",
         "ml_program.global_load_const",
+        "ml_program.global_load",
+        "ml_program.global_store",
         "torch_c.from_builtin_tensor",
+        "torch_c.to_builtin_tensor",
         "torch.constant.int",
         "torch.constant.float",
         "torch.constant.bool",
@@ -53,12 +57,13 @@ MATH = _aten(
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "erf", "relu",
 )  # fmt: skip
 
-# Comparisons, selection, logic, bit operations, and dtype conversion.
+# Comparisons, selection, logic, bit operations, and dtype conversion. (Not isnan and isinf: the
+# backend contract decomposes them into comparisons, and torch-to-linalg has no lowering of them.)
 COMPARE_AND_SELECT = _aten(
     "eq.Tensor", "eq.Scalar", "ne.Tensor", "ne.Scalar", "lt.Tensor", "lt.Scalar",
     "le.Tensor", "le.Scalar", "gt.Tensor", "gt.Scalar", "ge.Tensor", "ge.Scalar",
     "where.self", "where.Scalar", "where.ScalarSelf", "where.ScalarOther", "masked_fill.Scalar",
-    "isnan", "isinf", "logical_and", "logical_or", "logical_xor", "logical_not",
+    "logical_and", "logical_or", "logical_xor", "logical_not",
     "bitwise_and.Tensor", "bitwise_or.Tensor", "bitwise_xor.Tensor", "bitwise_not", "to.dtype",
     "bitwise_left_shift.Tensor", "bitwise_right_shift.Tensor",
 )  # fmt: skip

@@ -35,7 +35,7 @@ class TensorType:
         return re.fullmatch(r"[su]i\d+", self.dtype) is not None
 
 
-_VTENSOR = re.compile(r"!torch\.vtensor<\[([^\]]*)\],(\w+)>")
+_VTENSOR = re.compile(r"!torch\.vtensor<\[([^\]]*)\],(\w+(?:<\w+>)?)>")  # complex<f32> too
 
 
 def tensor_type(type_: ir.Type) -> TensorType | None:
@@ -142,12 +142,12 @@ def elementwise(rewriter: Rewriter, op_name: str, x: ir.Value, *rest: ir.Value) 
     return rewriter.create(op_name, [x, *rest], x.type)
 
 
-# torch's ScalarType codes, which `aten.to.dtype` takes, for the float types kiln converts between.
-_DTYPE_CODES = {"f16": 5, "f32": 6, "f64": 7, "bf16": 15}
+# torch's ScalarType codes, which `aten.to.dtype` takes, for the types kiln converts between.
+_DTYPE_CODES = {"ui8": 0, "si8": 1, "si16": 2, "si32": 3, "si64": 4, "f16": 5, "f32": 6, "f64": 7, "i1": 11, "bf16": 15}
 
 
 def to_dtype(rewriter: Rewriter, x: ir.Value, dtype: str) -> ir.Value:
-    """`x.to(dtype)`, for a float dtype spelled as MLIR does (f16, bf16, f32, f64)."""
+    """`x.to(dtype)`, for a dtype spelled as MLIR does (f16, bf16, f32, f64, ui8, si32, ...)."""
     described = tensor_type(x.type)
     assert described is not None, f"to_dtype needs a !torch.vtensor, got {x.type}"
     result_type = vtensor(described.shape, dtype)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-FORMAT_VERSION = 2  # 2: several functions
+FORMAT_VERSION = 3  # 2: several functions; 3: the calling convention (arguments, results, write-backs, state)
 
 
 # A dimension: a size, or the name of a dynamic size's symbol ("s0"; outputs may hold an expression).
@@ -24,22 +24,48 @@ class TensorSpec:
     name: str
     shape: tuple[Dim, ...]
     dtype: str  # torch dtype name without the prefix: "float32", "bfloat16", "int64", "bool"
+    carried_as: str | None = None  # the dtype the compiled function takes or returns instead, where the
+    # target lacks `dtype` (float64 on a GPU target: float32); the runtime converts at the boundary
 
     def describe(self) -> str:
         return f"{self.name}: {self.dtype}[{', '.join(map(str, self.shape))}]"
 
 
+# The nesting of a function's arguments or results, as JSON: {"tuple": [...]}, {"list": [...]},
+# {"dict": [[key, node], ...]}, {"namedtuple": "module.Name", "fields": [...], "items": [...]},
+# {"node": "module.Name", "context": ..., "items": [...]} (another pytree container), and leaves
+# {"input": i} / {"output": i} (a tensor of `inputs` / `outputs`; with "scalar": "int", a Python int
+# carried as a 0-d int64 tensor) or {"constant": value} (a Python value fixed at compile time).
+Tree = Any
+
+
 @dataclass(frozen=True)
 class FunctionSpec:
-    """One callable function of an artifact: its name, inputs and outputs, and its dynamic sizes."""
+    """One callable function of an artifact: its name, inputs and outputs, and its dynamic sizes.
+
+    `inputs` and `outputs` are the tensors the compiled function takes and returns; `arguments` and
+    `results` say how they nest in forward's call (None in manifests before format 3: the inputs in
+    order, and one output or a tuple). The compiled function returns `outputs`, then one new value
+    per entry of `writes_back`: the index of the input it is copied into (forward mutated it).
+    `state` names the buffers and parameters the artifact keeps across calls (forward mutates them).
+    """
 
     name: str
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     symbols: dict[str, list[int | None]] = field(default_factory=dict)  # dynamic size -> [min, max or null]
+    arguments: Tree = None
+    results: Tree = None
+    writes_back: tuple[int, ...] = ()
+    state: tuple[str, ...] = ()
     # The exported function that writes the results into tensors the caller allocated (one trailing
-    # argument per output), e.g. "main$out"; None in artifacts without one.
+    # argument per result, written-back inputs included), e.g. "main$out"; None in artifacts without one.
     out_variant: str | None = None
+
+    @property
+    def returns(self) -> tuple[TensorSpec, ...]:
+        """What the compiled function returns: `outputs`, then the new value of each input in `writes_back`."""
+        return (*self.outputs, *(self.inputs[index] for index in self.writes_back))
 
 
 @dataclass(frozen=True)
@@ -98,17 +124,22 @@ PARAMETER_SCOPE = "model"  # the scope the compiler names parameters in and the 
 
 
 def function_spec(data: dict[str, Any]) -> FunctionSpec:
+    """A FunctionSpec from its JSON; the fields a format before 3 lacks take their defaults."""
     return FunctionSpec(
         name=data["name"],
         inputs=tuple(_tensor_spec(t) for t in data["inputs"]),
         outputs=tuple(_tensor_spec(t) for t in data["outputs"]),
         symbols=data.get("symbols", {}),
+        arguments=data.get("arguments"),
+        results=data.get("results"),
+        writes_back=tuple(data.get("writes_back", ())),
+        state=tuple(data.get("state", ())),
         out_variant=data.get("out_variant"),
     )
 
 
 def _tensor_spec(data: dict[str, Any]) -> TensorSpec:
-    return TensorSpec(name=data["name"], shape=tuple(data["shape"]), dtype=data["dtype"])
+    return TensorSpec(name=data["name"], shape=tuple(data["shape"]), dtype=data["dtype"], carried_as=data.get("carried_as"))
 
 
 def package_versions(names: tuple[str, ...]) -> dict[str, str]:

@@ -20,6 +20,7 @@ import torch
 
 from kiln.errors import KilnError
 
+from . import convention
 from .boundary import Boundary, Value, boundary_for
 from .devices import iree_reason, open_device, open_sync_cpu, placement
 from .executors import Context, CpuExecutor, Executor
@@ -127,7 +128,15 @@ class Function:
         self._plans: dict[Hashable, Plan] = {}
         self._names = tuple(tensor.name for tensor in spec.inputs)
 
-    def __call__(self, *args: Value, as_numpy: bool = False) -> Any:
+    def __call__(self, *args: Any, as_numpy: bool = False) -> Any:
+        """Call as forward is called: its arguments in, its result out (convention.py)."""
+        return convention.results(self.spec, self.flat(*convention.arguments(self.spec, args), as_numpy=as_numpy))
+
+    def flat(self, *args: Value, as_numpy: bool = False) -> tuple[Any, ...]:
+        """Call with the function's input tensors in the manifest's order; returns its output tensors.
+
+        An input forward mutates gets its new value copied back (convention.write_back).
+        """
         signature = signature_of(args)
         call_plan = self._plans.get(signature) or self._plan(args, signature)
         boundary = self._boundary
@@ -135,8 +144,8 @@ class Function:
         storage = self._out_function is not None and call_plan.result_shapes is not None
         arguments = rt.VmVariantList(len(args) + count if storage else len(args))
         tensors = []
-        for value, name in zip(args, self._names, strict=True):
-            tensor, view = boundary.enter(value, name)
+        for value, spec in zip(args, self.spec.inputs, strict=True):
+            tensor, view = boundary.enter(convention.to_carried(value, spec), spec.name)
             tensors.append(tensor)
             arguments.push_ref(view)
         outputs = []
@@ -155,12 +164,15 @@ class Function:
             raise KilnError(f"the call failed on the device ({iree_reason(exc)})", stage=STAGE) from exc
         if not storage:
             outputs = self._left(results, call_plan, tensors)
+        outputs = [convention.from_carried(output, spec) for output, spec in zip(outputs, self.spec.returns, strict=True)]
         where = boundary.results_device(args)
         if where is not None:
             outputs = self._moved(outputs, where)
+        returned = len(self.spec.outputs)
+        convention.write_back(self.spec, args, outputs[returned:])
         if as_numpy:
-            outputs = [to_numpy(output) for output in outputs]
-        return outputs[0] if count == 1 else tuple(outputs)
+            return tuple(to_numpy(output) for output in outputs[:returned])
+        return tuple(outputs[:returned])
 
     def upload(self, *values: Value) -> Uploaded:
         """`values` checked and imported once (as a call would), for `call_on_device`."""
@@ -178,7 +190,7 @@ class Function:
         arguments = rt.VmVariantList(len(uploaded.views))
         for view in uploaded.views:
             arguments.push_ref(view)
-        results = rt.VmVariantList(len(self.spec.outputs))
+        results = rt.VmVariantList(len(self.spec.returns))
         self._executor.invoke((self.spec.name, uploaded.signature), self._function, arguments, results)
         return results
 

@@ -28,7 +28,8 @@ STAGE = "runtime"
 
 @dataclass(frozen=True)
 class Plan:
-    """A checked input signature: the results' torch dtypes, and their shapes where known before the call."""
+    """A checked input signature: the torch dtypes of what the function returns (as carried), and
+    their shapes where known before the call."""
 
     result_dtypes: tuple[torch.dtype, ...]
     result_shapes: tuple[tuple[int, ...], ...] | None  # None: a result size the manifest cannot say ahead
@@ -52,9 +53,9 @@ def plan(spec: FunctionSpec, args: Sequence[Any]) -> Plan:
     for tensor, value in zip(inputs, args, strict=True):
         _check(spec, tensor, value, sizes)
     bound = {symbol: size for symbol, (size, _) in sizes.items()}
-    shapes = tuple(_result_shape(output, bound) for output in spec.outputs)
+    shapes = tuple(_result_shape(output, bound) for output in spec.returns)
     return Plan(
-        result_dtypes=tuple(TORCH_DTYPES[output.dtype] for output in spec.outputs),
+        result_dtypes=tuple(TORCH_DTYPES[output.carried_as or output.dtype] for output in spec.returns),
         result_shapes=None if any(shape is None for shape in shapes) else shapes,  # type: ignore[arg-type]
     )
 

@@ -38,7 +38,7 @@ def compile_cli(tmp_path: Path, model: Path, *extra: str):
         ),
         (MODELS / "no_model.py", ("--model", "encoder", "--inputs", "nope"), r"defines no `nope`"),
         (MODELS / "no_inputs.py", (), r"defines no `example_inputs` or `get_example_inputs\(\)`"),
-        (MODELS / "bad_inputs.py", (), r"`example_inputs` must be a tuple of torch.Tensor, got Tensor, float"),
+        (MODELS / "bad_inputs.py", (), r"`example_inputs` must be a tuple of tensors \(or Python scalars, or tuples, lists and dicts of them\), got Tensor, set"),
         (
             MODELS / "data_dependent.py",
             (),
@@ -128,3 +128,50 @@ def test_run_errors(tmp_path, args, message, monkeypatch):
     assert result.exit_code == 1
     assert message in result.output, result.output
     assert "Traceback" not in result.output
+
+
+def test_a_crash_in_a_pass_names_the_op_the_stage_and_the_reproducer(tmp_path, monkeypatch):
+    import torch
+
+    from kiln.compiler import CompileOptions, run_pipeline, spec_from_module
+    from kiln.errors import KilnError
+    from kiln.passes import PASSES
+    from kiln.passes.pass_api import pattern_pass
+
+    def crashes(op: object, rewriter: object) -> None:
+        raise ZeroDivisionError("float division by zero")
+
+    crashing = pattern_pass("decompose-vector-norm", "crashes", {"torch.aten.linalg_vector_norm": crashes})
+    monkeypatch.setitem(PASSES._passes, "decompose-vector-norm", crashing)  # type: ignore[attr-defined]
+
+    class Norm(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.linalg.vector_norm(x, ord=3, dim=-1)
+
+    with pytest.raises(KilnError) as raised:
+        run_pipeline(spec_from_module(Norm(), (torch.randn(3, 4),)), CompileOptions(dump_dir=tmp_path))
+    error = raised.value
+    assert error.stage == "prims"
+    assert re.match(
+        r"op torch\.aten\.linalg_vector_norm at \S+test_errors\.py:\d+ failed in pass 'decompose-vector-norm': "
+        r"'torch\.aten\.linalg_vector_norm' op: kiln's pass crashed on it: ZeroDivisionError: float division by zero$",
+        error.message,
+    ), error.message
+    assert error.file == tmp_path / "01-aten.mlir" and "reproduce with: kiln opt" in (error.hint or "")
+
+
+def test_a_crash_in_any_stage_is_one_kiln_error_naming_it(monkeypatch):
+    import torch
+
+    from kiln.compiler import CompileOptions, pipeline, run_pipeline, spec_from_module
+    from kiln.errors import KilnError
+
+    def crashes(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Could not find state mapping for buffer")
+
+    monkeypatch.setattr(pipeline, "import_program", crashes)
+    with pytest.raises(KilnError) as raised:
+        run_pipeline(spec_from_module(torch.nn.ReLU(), (torch.randn(3),)), CompileOptions())
+    error = raised.value
+    assert error.message == "internal error: AssertionError: Could not find state mapping for buffer"
+    assert error.stage == "aten" and "a kiln bug" in (error.hint or "")

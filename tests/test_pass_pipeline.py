@@ -22,6 +22,7 @@ from kiln.passes import (
     PassGroup,
     parse_pipeline,
     pipeline_text,
+    with_strict_primitives,
     without_passes,
 )
 from kiln.passes.pass_api import parse_module, pattern_pass, run_pass
@@ -56,13 +57,23 @@ def test_each_pass_has_its_file_docstring_and_lit_test(name):
 
 @pytest.mark.parametrize("name", KILN_PASSES)
 def test_each_pass_is_in_the_default_pipeline(name):
-    assert any(name in group.passes for group in DEFAULT_PIPELINE)
+    """Or, for require-primitives, in its strict form (--strict-primitives)."""
+    assert any(name in group.passes for group in (*DEFAULT_PIPELINE, *with_strict_primitives(DEFAULT_PIPELINE)))
 
 
 def test_importing_the_passes_and_their_pipelines_imports_no_pass_and_no_torch_mlir():
     code = """
 import json, sys
-from kiln.passes import DEFAULT_PIPELINE, PASSES, PIPELINES, TORCH_MLIR_PIPELINE, PassGroup, parse_pipeline, pipeline_text
+from kiln.passes import (
+    DEFAULT_PIPELINE,
+    PASSES,
+    PIPELINES,
+    TORCH_MLIR_PIPELINE,
+    PassGroup,
+    parse_pipeline,
+    pipeline_text,
+    with_strict_primitives,
+)
 pipeline_text(parse_pipeline("default")), pipeline_text(TORCH_MLIR_PIPELINE), PIPELINES["torch-mlir"]
 
 def loaded():

@@ -44,6 +44,9 @@ def ints(*shape: int) -> torch.Tensor:
 CASES: dict[str, tuple[Callable[..., object], tuple[Callable[[], torch.Tensor], ...]]] = {
     "decompose-gelu": (lambda x: F.gelu(x) * F.gelu(x, approximate="tanh"), (lambda: floats(4, 8),)),
     "decompose-sigmoid": (lambda x: torch.sigmoid(x) + F.silu(x), (lambda: floats(4, 8),)),
+    "fold-empty-tensors": (lambda x: (x.repeat(0, 2), x[:, 2:2] + 1, x * 2), (lambda: floats(3, 5),)),
+    "fold-truncf-constants": (lambda x: x * torch.arange(0.0, 1.0, 0.2), (lambda: floats(3, 5),)),
+    "promote-uint8-arithmetic": (lambda x: (x * 3 + 1, x // 3, 200 - x), (lambda: torch.randint(0, 256, (4, 8)).to(torch.uint8),)),
     "fold-sin-cos": (lambda x: torch.sin(x) ** 2 + torch.cos(x) ** 2 + x, (lambda: floats(4, 8) * 10,)),
     "fold-mul-one": (lambda x, y: (x * 1) * torch.ones(4, 8) + y, (lambda: floats(4, 8), lambda: floats(4, 8))),
     "fold-add-zero": (lambda x, y: (x + 0) * y - torch.zeros(4, 8), (lambda: floats(4, 8), lambda: floats(4, 8))),
@@ -112,26 +115,37 @@ def test_low_precision_decompositions_match_eager():
         torch.testing.assert_close(compiled(x), model(x), rtol=2e-2, atol=2e-2)
 
 
-def test_an_op_outside_the_primitive_set_is_named_with_a_reproducer(tmp_path):
+def test_strict_primitives_names_an_op_outside_the_set_with_a_reproducer(tmp_path):
     spec = spec_from_module(Function(lambda x: F.gelu(x) + 1), (torch.randn(4, 8),))
-    options = CompileOptions(dump_dir=tmp_path, disable_passes=("decompose-gelu",))
+    options = CompileOptions(dump_dir=tmp_path, disable_passes=("decompose-gelu",), strict_primitives=True)
     with pytest.raises(KilnError) as raised:
         run_pipeline(spec, options)
     message = str(raised.value)
     assert message.startswith("[prims] op torch.aten.gelu")
-    assert "failed in pass 'check-primitives': 'torch.aten.gelu' op is outside kiln's primitive set" in message
-    assert "--disable-pass check-primitives" in message
+    assert "failed in pass 'require-primitives': 'torch.aten.gelu' op is outside kiln's primitive set" in message
+    assert "without --strict-primitives" in message
     assert f"reproduce with: kiln opt {tmp_path / '01-aten.mlir'} --pass " in message
 
 
-def test_without_the_check_the_composite_still_compiles_and_matches():
+def test_an_op_outside_the_set_that_torch_mlir_lowers_compiles_matches_and_is_reported(tmp_path):
     model = Function(lambda x: F.gelu(x) + 1)
     x = torch.randn(4, 8)
-    options = CompileOptions(disable_passes=("decompose-gelu", "check-primitives"))
+    options = CompileOptions(dump_dir=tmp_path, disable_passes=("decompose-gelu",))
     compiled = run_pipeline(spec_from_module(model, (x,)), options).compiled
     assert compiled is not None
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+    report = (tmp_path / "02-prims.outside-primitives.txt").read_text().splitlines()
+    assert report[1:] == ["torch.aten.gelu  1  lowered by torch-to-linalg"]
+
+
+def test_ops_nothing_lowers_are_named_all_at_once(tmp_path):
+    spec = spec_from_module(Function(lambda x: torch.special.erfinv(x * 0.5) + torch.special.erfinv(x * 0.25)), (torch.rand(4, 8),))
+    with pytest.raises(KilnError) as raised:
+        run_pipeline(spec, CompileOptions(dump_dir=tmp_path))
+    message = str(raised.value)
+    assert message.startswith("[prims] op torch.aten.erfinv")
+    assert "ops outside kiln's primitive set that nothing lowers: torch.aten.erfinv (2)" in message
 
 
 def test_sincos_has_no_transcendental_math_and_returns_ones(tmp_path):

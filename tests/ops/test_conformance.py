@@ -10,6 +10,7 @@ import torch
 from click.testing import CliRunner
 
 from kiln.cli.main import kiln
+from kiln.cli.ops_command import render_all
 from kiln.conformance import runner
 from kiln.conformance.cases import CASES, Fn
 from kiln.conformance.runner import (
@@ -25,7 +26,14 @@ from kiln.conformance.runner import (
     compare,
     plan_groups,
 )
-from kiln.conformance.support import notes_path, read_status, render_support, write_status
+from kiln.conformance.support import (
+    PLAIN,
+    kiln_only_failures,
+    read_status,
+    render_modules,
+    render_support,
+    write_status,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -121,8 +129,8 @@ def test_kiln_ops_merges_into_the_record(tmp_path) -> None:
 
 
 def test_support_md_is_up_to_date() -> None:
-    """SUPPORT.md at the checkout's root is what the record renders to (apart from its date line)."""
-    rendered = render_support(CASES, read_status(), notes_path().read_text())
+    """SUPPORT.md at the checkout's root is what both suites' records render to (apart from its date line)."""
+    rendered = render_all()
     on_disk = (ROOT / "SUPPORT.md").read_text()
     undated = lambda text: re.sub(r"Last written \S+\.", "", text)  # noqa: E731
     assert undated(on_disk) == undated(rendered), "SUPPORT.md is stale: run `kiln ops` (or re-render it)"
@@ -134,3 +142,39 @@ def test_kiln_ops_lists_cases_by_op() -> None:
     assert [line.split()[0] for line in result.output.splitlines()] == [
         case.name for case in CASES if case.op.startswith("aten.conv3d.")
     ]
+
+
+def test_compare_checks_nesting_and_python_values() -> None:
+    x = torch.tensor([1.0, 2.0])
+    assert compare((x, [x], 3), (x.clone(), [x.clone()], 3)) == Outcome(PASS)
+    assert compare((x, [x]), (x, (x,))) == Outcome(MISMATCH, detail="nested as tuple(*, tuple(*)), eager tuple(*, list(*))")
+    assert compare((x, 3), (x, 4)) == Outcome(MISMATCH, detail="output 1: 4, eager 3")
+    assert compare((x, 3), (x, 3.0)) == Outcome(MISMATCH, detail="output 1: 3.0, eager 3")
+    assert compare(x, x + 1, what="inputs after the call").detail.startswith("inputs after the call: max abs error 1")
+
+
+def test_the_plain_stack_is_run_and_judged_leniently() -> None:
+    from kiln.conformance.plain import check_plain
+
+    doubled = Case("doubled", "dtypes", lambda: Fn(lambda a: (a.double() * 2, a.sum())), (Arg((3,)),), None)
+    assert check_plain(doubled) == Outcome(PASS)  # float64 computed in float32 by IREE's demotion: close enough
+    flagged = Case("flagged", "scalars", lambda: Fn(lambda a, negate: -a if negate else a), (Arg((3,)), True), None)
+    outcome = check_plain(flagged)
+    assert (outcome.status, outcome.stage) == (FAILS, "runtime") and "True" in outcome.detail  # IREE takes no Python bool
+
+
+def test_the_module_table_puts_kiln_only_failures_first() -> None:
+    cases = [
+        Case(name, "scalars", lambda: Fn(torch.neg), (Arg((3,)),), None) for name in ("both", "kiln_only", "plain_only")
+    ]
+    fails = Outcome(FAILS, "prims", "no")
+    status = {
+        "both": {"llvm-cpu": Outcome(PASS), PLAIN + "llvm-cpu": Outcome(PASS)},
+        "kiln_only": {"llvm-cpu": fails, PLAIN + "llvm-cpu": Outcome(PASS)},
+        "plain_only": {"llvm-cpu": Outcome(PASS), PLAIN + "llvm-cpu": fails},
+    }
+    assert kiln_only_failures(cases, status) == ["kiln_only"]
+    text = render_modules(cases, status)
+    assert "| pass | 2 (66.7%) | 2 (66.7%) |" in text and "| fail where the other passes | 1 | 1 |" in text
+    assert "Cases only kiln fails: `kiln_only`." in text
+    assert "| `kiln_only` | scalars | f32 | fails at prims: no | pass |" in text

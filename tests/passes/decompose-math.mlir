@@ -80,12 +80,12 @@ func.func @isfinite(%x: !torch.vtensor<[4],f32>, %i: !torch.vtensor<[4],si64>) -
 
 // -----
 
-// isclose, PyTorch's definition: a == b, or both NaN (equal_nan), or a finite |a - b| within
+// isclose, PyTorch's definition: a == b, or both NaN (equal_nan, NaN as the value unequal to itself), or a finite |a - b| within
 // atol + |rtol * b|.
 // CHECK-LABEL: func.func @isclose
 // CHECK:         %[[EQUAL:.*]] = torch.aten.eq.Tensor %arg0, %arg1
-// CHECK:         %[[NAN_A:.*]] = torch.aten.isnan %arg0
-// CHECK:         %[[NAN_B:.*]] = torch.aten.isnan %arg1
+// CHECK:         %[[NAN_A:.*]] = torch.aten.ne.Tensor %arg0, %arg0
+// CHECK:         %[[NAN_B:.*]] = torch.aten.ne.Tensor %arg1, %arg1
 // CHECK:         %[[BOTH_NAN:.*]] = torch.aten.logical_and %[[NAN_A]], %[[NAN_B]]
 // CHECK:         %[[SAME:.*]] = torch.aten.logical_or %[[EQUAL]], %[[BOTH_NAN]]
 // CHECK:         %[[SCALED:.*]] = torch.aten.mul.Scalar %arg1, %float1.000000e-05
