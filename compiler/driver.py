@@ -7,15 +7,18 @@ lives here, once, for `kiln compile`, `kiln bench`, `kiln tune` and the benchmar
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from kiln.errors import KilnError
 
+from .memory import peak_memory
 from .model_file import ModelSource
 from .options import CompileOptions
-from .pipeline import Compilation, run_pipeline
+from .pipeline import Compilation, StageReport, run_pipeline
 from .verify import OutputCheck, verify
 
 Say = Callable[[str], None]
@@ -38,6 +41,12 @@ class CompileResult:
     compilation: Compilation
     checks: tuple[OutputCheck, ...]  # empty without verification
     path: Path | None  # the saved .vmfb; None after --stop-after
+    steps: tuple[StageReport, ...] = ()  # after the pipeline: "verify" (if asked) and "save" (the .irpa's writing)
+
+    @property
+    def reports(self) -> tuple[StageReport, ...]:
+        """Time and peak memory of every stage and step, in order (what --timing prints)."""
+        return (*self.compilation.stages, *self.steps)
 
 
 def compile_file(
@@ -58,10 +67,12 @@ def compile_file(
     if compiled is None:
         return CompileResult(compilation, (), None)
     checks: tuple[OutputCheck, ...] = ()
+    steps: list[StageReport] = []
     if verification is not None:
         if compilation.spec is None:
             raise KilnError("--verify needs the model file, to run eager PyTorch", stage="verify")
-        checks = verify(compiled, compilation.spec, verification.rtol, verification.atol)
+        with _step("verify", steps):
+            checks = verify(compiled, compilation.spec, verification.rtol, verification.atol)
         for check in checks:
             say(f"verify {check.name}: {check.comparison.describe()}  {'ok' if check.ok else 'MISMATCH'}")
         if not all(check.ok for check in checks):
@@ -70,4 +81,15 @@ def compile_file(
                 stage="verify",
                 hint="loosen with --rtol/--atol if the difference is expected",
             )
-    return CompileResult(compilation, checks, compiled.save(output))
+    with _step("save", steps):
+        path = compiled.save(output)
+    return CompileResult(compilation, checks, path, tuple(steps))
+
+
+@contextmanager
+def _step(name: str, steps: list[StageReport]) -> Iterator[None]:
+    """Time and measure a step after the pipeline, as the pipeline does its stages."""
+    start = time.perf_counter()
+    with peak_memory() as memory:
+        yield
+    steps.append(StageReport(name, time.perf_counter() - start, None, {}, memory))

@@ -27,6 +27,7 @@ from .artifact import Compiled, versions
 from .capture import Exported, capture
 from .importer import import_program
 from .iree_backend import iree_compile
+from .memory import PeakMemory, peak_memory
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .signature import Signature, signature_of
@@ -83,6 +84,7 @@ class StageReport:
     seconds: float
     dump: Path | None
     pass_times: dict[str, float]
+    memory: PeakMemory | None = None  # peak resident memory of kiln and of iree-compile during the stage
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,8 @@ def run_pipeline(
         progress(f"[{index + 1}/{len(stages)}] {stage.name} ...")
         start = time.perf_counter()
         try:
-            value = stage.run(value, context)
+            with peak_memory() as memory:
+                value = stage.run(value, context)
         except KilnError as error:
             error.stage = error.stage or stage.name
             raise
@@ -175,7 +178,7 @@ def run_pipeline(
         if dump is not None:
             dump.write_text(str(value))
         input_dump = dump
-        reports.append(StageReport(stage.name, seconds, dump, context.pass_times))
+        reports.append(StageReport(stage.name, seconds, dump, context.pass_times, memory))
         progress(f"[{index + 1}/{len(stages)}] {stage.name} done in {seconds:.2f}s")
         if stage.name == options.stop_after:
             return Compilation(None, tuple(reports), resolved, spec)
@@ -255,11 +258,15 @@ def _capture(spec: ModelSpec, context: StageContext) -> Exported:
 def _import(exported: Exported, context: StageContext) -> Program:
     assert context.spec is not None
     programs = exported.programs
+    checkpoint = context.spec.weights  # weights kept in a checkpoint are external unless --params inline
+    resolved = context.resolved
     module, parameters = import_program(
         programs,
-        context.resolved.external_weights(context.spec.weight_bytes),
-        keep_fused=context.resolved.handoff == "torch",
+        resolved.external_weights(context.spec.weight_bytes) or (checkpoint is not None and resolved.params != "inline"),
+        keep_fused=resolved.handoff == "torch",
     )
+    if parameters is not None and checkpoint is not None:
+        parameters = replace(parameters, source=checkpoint)
     functions = tuple(_function_spec(name, signature_of(program)) for name, program in programs.items())
     convention = {"functions": [asdict(function) for function in functions], "precision": context.spec.precision}
     with module.context:

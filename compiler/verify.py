@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from kiln.runtime.numerics import Comparison, compare, tolerance_for
 
 from .artifact import Compiled
-from .model_file import ModelSpec
+from .model_file import ModelSpec, with_weights
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,7 @@ def verify(
     compiled: Compiled, spec: ModelSpec, rtol: float | None = None, atol: float | None = None
 ) -> tuple[OutputCheck, ...]:
     loaded = compiled.load()
+    spec = with_weights(spec)  # a model built without its weights gets them from its checkpoint here
     checks = []
     for entry in spec.entries:
         function = loaded.functions[entry.name]
