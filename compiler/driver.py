@@ -19,6 +19,7 @@ from .memory import peak_memory
 from .model_file import ModelSource
 from .options import CompileOptions
 from .pipeline import Compilation, StageReport, run_pipeline
+from .targets import resolve
 from .verify import OutputCheck, verify
 
 Say = Callable[[str], None]
@@ -41,12 +42,13 @@ class CompileResult:
     compilation: Compilation
     checks: tuple[OutputCheck, ...]  # empty without verification
     path: Path | None  # the saved .vmfb; None after --stop-after
+    load: StageReport | None = None  # loading the model file (building the model), before the pipeline
     steps: tuple[StageReport, ...] = ()  # after the pipeline: "verify" (if asked) and "save" (the .irpa's writing)
 
     @property
     def reports(self) -> tuple[StageReport, ...]:
         """Time and peak memory of every stage and step, in order (what --timing prints)."""
-        return (*self.compilation.stages, *self.steps)
+        return (*([self.load] if self.load is not None else []), *self.compilation.stages, *self.steps)
 
 
 def compile_file(
@@ -62,10 +64,17 @@ def compile_file(
     `progress` gets the stage lines; `say` the lines a user must see even when quiet: the note on the
     architecture compiled for, and each output's verification. A failed verification writes nothing.
     """
-    compilation = run_pipeline(source, options, progress, say)
+    resolve(options)  # a bad option fails before the model file is loaded (run_pipeline resolves them again)
+    loading: list[StageReport] = []
+    spec = None
+    if source is not None:
+        with _step("load", loading):
+            spec = source.load()
+    compilation = run_pipeline(spec, options, progress, say)
+    load = loading[0] if loading else None
     compiled = compilation.compiled
     if compiled is None:
-        return CompileResult(compilation, (), None)
+        return CompileResult(compilation, (), None, load)
     checks: tuple[OutputCheck, ...] = ()
     steps: list[StageReport] = []
     if verification is not None:
@@ -83,7 +92,7 @@ def compile_file(
             )
     with _step("save", steps):
         path = compiled.save(output)
-    return CompileResult(compilation, checks, path, tuple(steps))
+    return CompileResult(compilation, checks, path, load, tuple(steps))
 
 
 @contextmanager

@@ -55,7 +55,8 @@ def write_parameter_archive(path: Path, entries: Sequence[ArchiveEntry]) -> None
     table_length = offset - table_offset if entries else 0
     metadata_offset = table_offset + table_length
     metadata = b"".join(names)
-    storage_offset = _align(metadata_offset + len(metadata), DATA_ALIGNMENT)
+    # The storage segment is aligned to its entries' alignment: not at all when there are none, as in IREE's.
+    storage_offset = _align(metadata_offset + len(metadata), DATA_ALIGNMENT if entries else 1)
     data_offsets = []
     cursor = 0
     for entry in entries:

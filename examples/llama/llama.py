@@ -18,9 +18,13 @@ import argparse
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from transformers import LlamaConfig
 
 HERE = Path(__file__).resolve().parent
 CHECKPOINTS = HERE / "checkpoints"
@@ -37,7 +41,7 @@ SHAPES: dict[str, tuple[int, int, int, int, int, int]] = {
 }
 
 
-def config(size: str, vocab: int = VOCAB):  # noqa: ANN201 (transformers is imported lazily)
+def config(size: str, vocab: int = VOCAB) -> LlamaConfig:
     from transformers import LlamaConfig
 
     hidden, intermediate, layers, heads, kv_heads, _ = SHAPES[size]
