@@ -31,7 +31,7 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from kiln.errors import KilnError
 
 STAGE = "load"
-READ_CHUNK_BYTES = 64 << 20  # what one read holds in memory, however large the tensor
+READ_CHUNK_BYTES = 16 << 20  # what one read holds in memory, however large the tensor
 
 # safetensors' dtype names -> torch dtypes (the ones kiln can hold in an archive)
 SAFETENSORS_DTYPES: dict[str, torch.dtype] = {
@@ -182,7 +182,11 @@ class SafetensorsCheckpoint:
         stored = self._stored[name]
         if stored.nbytes == 0:
             return torch.empty(stored.shape, dtype=stored.dtype)
-        return torch.cat(list(_read_chunks(stored))).reshape(stored.shape)
+        buffer = bytearray(stored.nbytes)
+        with open(stored.file, "rb", buffering=0) as handle:
+            handle.seek(stored.offset)
+            _read_into(handle, memoryview(buffer), stored.file)
+        return torch.frombuffer(buffer, dtype=stored.dtype).reshape(stored.shape)
 
 
 class WeightHook:
@@ -367,23 +371,28 @@ def _read_header(file: Path) -> dict[str, StoredTensor]:
 
 
 def _read_chunks(stored: StoredTensor) -> Iterator[torch.Tensor]:
-    """The tensor's elements, flat, in pieces of at most READ_CHUNK_BYTES."""
+    """The tensor's elements, flat, in pieces of at most READ_CHUNK_BYTES, all read into one buffer:
+    each piece is valid until the next is asked for."""
     element = torch.empty((), dtype=stored.dtype).element_size()
     chunk_bytes = max(element, READ_CHUNK_BYTES // element * element)
+    buffer = bytearray(min(chunk_bytes, stored.nbytes))
     with open(stored.file, "rb", buffering=0) as handle:
         handle.seek(stored.offset)
         remaining = stored.nbytes
         while remaining:
-            buffer = bytearray(min(chunk_bytes, remaining))
-            view = memoryview(buffer)
-            filled = 0
-            while filled < len(buffer):
-                count = handle.readinto(view[filled:])
-                if not count:
-                    raise KilnError(f"{stored.file}: the file ends inside a tensor (truncated?)", stage="weights")
-                filled += count
-            remaining -= len(buffer)
-            yield torch.frombuffer(buffer, dtype=stored.dtype)
+            view = memoryview(buffer)[: min(chunk_bytes, remaining)]
+            _read_into(handle, view, stored.file)
+            remaining -= len(view)
+            yield torch.frombuffer(view, dtype=stored.dtype)
+
+
+def _read_into(handle: BinaryIO, view: memoryview, file: Path) -> None:
+    filled = 0
+    while filled < len(view):
+        count = handle.readinto(view[filled:])
+        if not count:
+            raise KilnError(f"{file}: the file ends inside a tensor (truncated?)", stage="weights")
+        filled += count
 
 
 def _as_bytes(tensor: torch.Tensor) -> memoryview:
