@@ -28,7 +28,7 @@ test: install
 	$(BIN)/python -m pytest -q tests
 
 lint: install
-	$(BIN)/ruff check kiln compiler passes runtime cli examples tests benchmarks
+	$(BIN)/ruff check kiln compiler passes runtime measure tune conformance cli examples tests benchmarks
 
 clean:
 	rm -rf $(BUILD) .pytest_cache *.stages

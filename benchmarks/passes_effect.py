@@ -14,16 +14,15 @@ llvm-cpu: with kiln's default pipeline ("on") and with torch-mlir's lowering alo
 
 from __future__ import annotations
 
-import argparse
 import re
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import click
 import torch
 
 import kiln
@@ -125,23 +124,23 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="*", type=Path, default=DEFAULT_MODELS)
-    parser.add_argument("--runs", type=int, default=50, help="timed calls per artifact")
-    parser.add_argument("--out", type=Path, help="also write the table here")
-    args = parser.parse_args()
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("models", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--runs", type=int, default=50, show_default=True, help="Timed calls per artifact.")
+@click.option("--out", type=click.Path(path_type=Path), help="Also write the table here.")
+def main(models: tuple[Path, ...], runs: int, out: Path | None) -> None:
+    """kiln's passes on (default pipeline) against off (--pipeline torch-mlir), model by model."""
     rows = []
     with tempfile.TemporaryDirectory(prefix="kiln-passes-effect-") as work:
-        for model_file in args.models:
-            print(f"{model_file.stem} ...", file=sys.stderr)
-            rows.append(measure(model_file, Path(work), args.runs))
+        for model_file in models or DEFAULT_MODELS:
+            click.echo(f"{model_file.stem} ...", err=True)
+            rows.append(measure(model_file, Path(work), runs))
     threads = torch.get_num_threads()
     header = f"kiln passes on (default pipeline) vs off (--pipeline torch-mlir); llvm-cpu, {threads} CPU threads\n\n"
     text = header + table(rows)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n")
+    click.echo(text)
+    if out is not None:
+        out.write_text(text + "\n")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,9 @@ Two phases, so that artifacts compiled here can be timed on a machine that has o
 A case is one model file at one dtype and one batch size, named `<model>-<dtype>-<batch>`. A model
 file lists its `DTYPES` and `BATCHES` and takes them as `get_model(dtype=...)` and
 `get_example_inputs(batch=..., dtype=...)`; its defaults make it a plain model file for `kiln
-compile`. `compile` writes a bundle folder: one artifact and manifest per case, and `bundle.json`
-(the cases, their compile times, the compile machine). `time` writes `results/<target>-<device>.json`
+compile`. `compile` writes a bundle folder (kiln.measure.bundle: one artifact and manifest per case,
+`bundle.json` with the cases, their compile times and the compile machine; with `--thin` the weights
+stay behind and the model files restore them there). `time` writes `results/<target>-<device>.json`
 and `.md`, after every case, so a run stopped at a time limit keeps what it measured; `--resume`
 carries on from such a file. benchmarks/README.md says how to run it on the GPU machine.
 """
@@ -30,13 +31,14 @@ import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import torch
-from thin import model_tensors, thicken, thin
 
+from kiln.cli.options import TimingChoice, target_options, timing_options
 from kiln.measure.bench import bench
+from kiln.measure.bundle import Bundle, Entry, ModelRecipe, add_artifact, open_entry, rebuild
 from kiln.measure.results import SCHEMA, CaseResult, Report, report_markdown
 from kiln.measure.timing import (
     CpuClock,
@@ -48,29 +50,32 @@ from kiln.measure.timing import (
     torch_device_for,
     use_threads,
 )
-from kiln.runtime.module import load
+from kiln.passes import parse_pipeline, pipeline_text
 from kiln.runtime.tensors import describe_inputs
+
+if TYPE_CHECKING:
+    from kiln.compiler import CompileOptions
 
 BENCHMARKS = Path(__file__).resolve().parent
 ROOT = BENCHMARKS.parent
 MODELS = BENCHMARKS / "models"
 RESULTS = BENCHMARKS / "results"
-BUNDLE_SCHEMA = "kiln-bench-bundle/1"
 
 
 @dataclass(frozen=True)
 class Case:
-    """One model file at one dtype and batch size; after `compile`, its artifact or why there is none."""
+    """One model file at one dtype and batch size."""
 
     name: str  # <model>-<dtype>-<batch>
     model: str
     file: str  # the model file, relative to the repository root when inside it
     dtype: str
     batch: str
-    artifact: str | None = None  # file name in the bundle: <name>.vmfb, or <name>.thin with `recipe`
-    recipe: dict[str, Any] | None = None  # thin.thicken's recipe
-    compile_s: float | None = None
-    error: str | None = None
+
+    def entry(self) -> Entry:
+        """The bundle's entry for this case: how the run side rebuilds its model and inputs."""
+        recipe = ModelRecipe(self.file, {"dtype": self.dtype}, {"batch": self.batch, "dtype": self.dtype})
+        return Entry(self.name, model=recipe, labels={"model": self.model, "dtype": self.dtype, "batch": self.batch})
 
 
 def find_cases(models: Path, only: tuple[str, ...]) -> list[Case]:
@@ -89,72 +94,52 @@ def find_cases(models: Path, only: tuple[str, ...]) -> list[Case]:
     return cases
 
 
-def compile_cases(
-    cases: list[Case],
-    target: str,
-    gpu_arch: str | None,
-    bundle: Path,
-    thin_artifacts: bool,
-    iree_flags: tuple[str, ...] = (),
-    pipeline: str = "default",
-    handoff: str | None = None,
-) -> None:
+def compile_cases(cases: list[Case], options: CompileOptions, bundle: Path, thin_artifacts: bool) -> None:
     """Compile every case into `bundle`; a case that fails to compile is recorded with its error."""
-    from kiln.compiler import CompileOptions, run_pipeline, spec_from_module  # not on a runtime-only machine
-    from kiln.compiler.targets import get_target
+    from kiln.compiler import run_pipeline, spec_from_module  # not on a runtime-only machine
+    from kiln.compiler.targets import resolve
 
     # A thin bundle carries no weights, so they must be inline (`auto` would keep a large model's in an .irpa).
-    params = "inline" if thin_artifacts else "auto"
-    from kiln.passes import parse_pipeline
-
-    options = CompileOptions(
-        target=target,
-        params=params,
-        extra_iree_flags=iree_flags,
-        pipeline=parse_pipeline(pipeline),
-        handoff=handoff,
-        **({"gpu_arch": gpu_arch} if gpu_arch else {}),
-    )
+    options = replace(options, params="inline") if thin_artifacts else options
+    resolved = resolve(options)
     bundle.mkdir(parents=True, exist_ok=True)
     machine, versions = environment("cpu")
-    header = {
-        "schema": BUNDLE_SCHEMA,
-        "target": target,
-        "driver": get_target(target).driver,
-        "gpu_arch": gpu_arch,
-        "iree_flags": list(iree_flags),
-        "handoff": handoff or get_target(target).handoff,
-        "kiln_source": _git_state(),
-        "created": _now(),
-        "command": _command(),
-        "machine": machine,
-        "versions": versions,
-    }
-    done: list[Case] = []
+    header = Bundle(
+        target=options.target,
+        driver=resolved.target.driver,
+        created=_now(),
+        command=_command(),
+        compiled_on=machine,
+        versions=versions,
+        settings={
+            **resolved.details,
+            "iree_flags": list(options.extra_iree_flags),
+            "pipeline": pipeline_text(options.pipeline),
+            "kiln_source": _git_state(),
+        },
+        entries=(),
+    )
+    done: list[Entry] = []
     for case in cases:
         click.echo(f"compile {case.name} ...", err=True)
-        model, inputs = _model_and_inputs(case)
+        entry = case.entry()
+        model, inputs = rebuild(entry, ROOT)
         start = time.perf_counter()
         try:
             compiled = run_pipeline(spec_from_module(model, inputs), options).compiled
         except Exception as exc:  # a model kiln cannot compile is a result, not the end of the run
-            done.append(replace(case, error=f"kiln compile failed: {_first_line(exc)}"))
+            done.append(replace(entry, error=f"kiln compile failed: {_first_line(exc)}"))
             click.echo(f"  {done[-1].error}", err=True)
         else:
             assert compiled is not None
             compile_s = time.perf_counter() - start
-            recipe = None
-            if thin_artifacts:
-                thinned, recipe = thin(compiled.vmfb, model_tensors(model))
-                artifact = bundle / f"{case.name}.thin"
-                artifact.write_bytes(thinned)
-                (bundle / f"{case.name}.json").write_text(compiled.manifest.to_json())
-            else:
-                artifact = compiled.save(bundle / f"{case.name}.vmfb")
-            done.append(replace(case, artifact=artifact.name, recipe=recipe, compile_s=compile_s))
-            click.echo(f"  {compile_s:.1f}s, {artifact.stat().st_size / 2**20:.1f} MiB", err=True)
-        bundle_json = {**header, "cases": [asdict(case) for case in done]}
-        (bundle / "bundle.json").write_text(json.dumps(bundle_json, indent=2) + "\n")
+            entry = add_artifact(bundle, replace(entry, compile_s=compile_s), compiled, model if thin_artifacts else None)
+            if compiled.parameters is not None:
+                entry = replace(entry, parameters=f"{case.name}.irpa")  # rebuilt from the model file there
+            done.append(entry)
+            size = (bundle / (entry.artifact or "")).stat().st_size / 2**20
+            click.echo(f"  {compile_s:.1f}s, {size:.1f} MiB", err=True)
+        replace(header, entries=tuple(done)).write(bundle)
         del model, inputs
         gc.collect()
 
@@ -171,20 +156,17 @@ def time_cases(
 ) -> Path:
     """Time every compiled case of `bundle`; returns the results file (its .md is beside it)."""
     use_threads(threads)  # before the first artifact is loaded
-    data = json.loads((bundle / "bundle.json").read_text())
-    if data.get("schema") != BUNDLE_SCHEMA:
-        raise click.ClickException(f"{bundle}/bundle.json is not a {BUNDLE_SCHEMA} bundle")
-    cases = [Case(**case) for case in data["cases"]]
-    cases = [case for case in cases if not only or any(fnmatch.fnmatch(case.name, p) for p in only)]
-    torch_device = torch_device_for(data["driver"], device)
+    data = Bundle.read(bundle)
+    cases = [entry for entry in data.entries if not only or any(fnmatch.fnmatch(entry.name, p) for p in only)]
+    torch_device = torch_device_for(data.driver, device)
     label = _device_label(torch_device)
-    output = output or RESULTS / f"{data['target']}-{label}.json"
+    output = output or RESULTS / f"{data.target}-{label}.json"
     results = list(Report.from_json(resume.read_text()).cases) if resume and resume.is_file() else []
     machine, versions = environment(torch_device)
     for name in ("iree-base-compiler", "torch-mlir"):  # what compiled the artifacts, wherever that was
-        versions[name] = data["versions"][name]
+        versions[name] = data.versions[name]
     report = Report(
-        target=data["target"],
+        target=data.target,
         device=label,
         created=_now(),
         command=_command(),
@@ -193,10 +175,10 @@ def time_cases(
         settings={
             **asdict(settings),
             "threads": threads,
-            "gpu_arch": data.get("gpu_arch"),
-            "compiled_on": data["machine"]["cpu"],
-            "kiln_source": data.get("kiln_source", "unknown"),
-            "compile_command": data["command"],
+            "gpu_arch": data.settings.get("gpu_arch"),
+            "compiled_on": data.compiled_on["cpu"],
+            "kiln_source": data.settings.get("kiln_source", "unknown"),
+            "compile_command": data.command,
             "inductor_cache": "fresh",
         },
         cases=(),
@@ -223,18 +205,16 @@ def time_cases(
     return output
 
 
-def _time_case(case: Case, bundle: Path, device: str | None, settings: Settings) -> CaseResult:
-    result = CaseResult(case.name, case.model, case.dtype, case.batch, "", error=case.error)
-    if case.error is not None or case.artifact is None:
+def _time_case(entry: Entry, bundle: Path, device: str | None, settings: Settings) -> CaseResult:
+    labels = entry.labels
+    result = CaseResult(entry.name, labels["model"], labels["dtype"], labels["batch"], "", error=entry.error)
+    if entry.error is not None or entry.artifact is None:
         return result
     try:
-        model, inputs = _model_and_inputs(case)
+        model, inputs = rebuild(entry, ROOT)
         result = replace(result, inputs=describe_inputs(inputs))
-        path = bundle / f"{case.name}.vmfb"
-        if case.recipe is not None:  # a thin artifact: put the model's weights back
-            path.write_bytes(thicken((bundle / case.artifact).read_bytes(), case.recipe, model_tensors(model)))
-        module = load(path, device)
-        numerics, timings, error = bench(module, model, inputs, settings, device, case.compile_s)
+        module = open_entry(bundle, entry, device, model)
+        numerics, timings, error = bench(module, model, inputs, settings, device, entry.compile_s)
         return replace(result, timings=timings, numerics=numerics, error=error)
     except Exception as exc:  # one case's failure is a result; the run goes on
         return replace(result, error=f"{type(exc).__name__}: {_first_line(exc)}")
@@ -265,12 +245,6 @@ def _write(report: Report, cases: list[CaseResult], clock: CpuClock | None, outp
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(report.to_json())
     output.with_suffix(".md").write_text(report_markdown(report))
-
-
-def _model_and_inputs(case: Case) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...]]:
-    namespace = _run(ROOT / case.file if not Path(case.file).is_absolute() else Path(case.file))
-    model = namespace["get_model"](dtype=case.dtype).eval()
-    return model, tuple(namespace["get_example_inputs"](batch=case.batch, dtype=case.dtype))
 
 
 def _run(file: Path) -> dict[str, Any]:
@@ -318,12 +292,7 @@ def _command() -> str:
 
 def _settings_options(function: Any) -> Any:
     options = (
-        click.option("--device", help="IREE device: cpu, cuda, cuda:1 [default: the artifacts' own]."),
-        click.option("--warmup", type=int, default=5, show_default=True, help="Untimed calls first."),
-        click.option("--iterations", type=int, default=50, show_default=True, help="Timed calls, at most."),
-        click.option("--budget-s", type=float, default=5.0, show_default=True, help="Fewer timed calls past this (3 at least)."),
-        click.option("--threads", type=int, help="CPU threads for torch and IREE alike [default: torch's]."),
-        click.option("--no-inductor", is_flag=True, help="Skip torch.compile."),
+        timing_options(time_s=5.0),
         click.option("--resume", type=click.Path(path_type=Path), help="Keep the cases already in this results file."),
         click.option("--deadline-s", type=float, help="Start no case after this many seconds; --resume carries on."),
         click.option("-o", "--output", type=click.Path(path_type=Path), help="Results file [default: results/<target>-<device>.json]."),
@@ -337,12 +306,9 @@ def _only_option(function: Any) -> Any:
     return click.option("--only", multiple=True, metavar="PATTERN", help="Cases matching this glob, e.g. 'mlp-*' or '*-f32-small' (repeatable).")(function)
 
 
-def _run_time(bundle: Path, options: dict[str, Any], only: tuple[str, ...]) -> None:
-    settings = Settings(options["warmup"], options["iterations"], options["budget_s"], not options["no_inductor"])
-    threads = options["threads"] or torch.get_num_threads()
-    output = time_cases(
-        bundle, options["device"], settings, threads, only, options["resume"], options["deadline_s"], options["output"]
-    )
+def _run_time(bundle: Path, timing: TimingChoice, only: tuple[str, ...], resume: Path | None, deadline_s: float | None, output: Path | None) -> None:
+    threads = timing.threads or torch.get_num_threads()
+    output = time_cases(bundle, timing.device, timing.settings, threads, only, resume, deadline_s, output)
     click.echo(output.with_suffix(".md").read_text())
     click.echo(f"wrote {output} and {output.with_suffix('.md')}")
 
@@ -353,29 +319,19 @@ def suite() -> None:
 
 
 @suite.command("compile")
-@click.option("--target", default="llvm-cpu", show_default=True)
-@click.option("--gpu-arch", help="GPU targets: the architecture, e.g. sm_80.")
+@target_options
 @click.option("--models", type=click.Path(path_type=Path), default=MODELS, show_default=True, help="Folder of model files.")
 @_only_option
 @click.option("--thin", "thin_artifacts", is_flag=True, help="Leave the weights out (the model files restore them): for carrying.")
-@click.option("--iree-flag", "iree_flags", multiple=True, metavar="FLAG", help="Extra iree-compile flag (repeatable): for trying levers.")
 @click.option("--pipeline", default="default", show_default=True, help="kiln pass pipeline, as `kiln compile --pipeline` takes it.")
-@click.option("--handoff", type=click.Choice(("linalg", "torch")), help="Where IREE takes over [default: the target's].")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Bundle folder [default: build/bench/<target>].")
 def compile_command(
-    target: str,
-    gpu_arch: str | None,
-    models: Path,
-    only: tuple[str, ...],
-    thin_artifacts: bool,
-    iree_flags: tuple[str, ...],
-    pipeline: str,
-    handoff: str | None,
-    output: Path | None,
+    options: CompileOptions, models: Path, only: tuple[str, ...], thin_artifacts: bool, pipeline: str, output: Path | None
 ) -> None:
-    """Compile every case into a bundle folder."""
-    bundle = output or ROOT / "build" / "bench" / target
-    compile_cases(find_cases(models, only), target, gpu_arch, bundle, thin_artifacts, iree_flags, pipeline, handoff)
+    """Compile every case into a bundle folder (target options as `kiln compile` takes them)."""
+    bundle = output or ROOT / "build" / "bench" / options.target
+    options = replace(options, pipeline=parse_pipeline(pipeline))
+    compile_cases(find_cases(models, only), options, bundle, thin_artifacts)
     click.echo(f"wrote {bundle}/")
 
 
@@ -383,23 +339,33 @@ def compile_command(
 @click.argument("bundle", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @_only_option
 @_settings_options
-def time_command(bundle: Path, only: tuple[str, ...], **options: Any) -> None:
+def time_command(
+    bundle: Path, only: tuple[str, ...], timing: TimingChoice, resume: Path | None, deadline_s: float | None, output: Path | None
+) -> None:
     """Time every case of BUNDLE: kiln against eager and Inductor, on the artifacts' device."""
-    _run_time(bundle, options, only)
+    _run_time(bundle, timing, only, resume, deadline_s, output)
 
 
 @suite.command("run")
-@click.option("--target", default="llvm-cpu", show_default=True)
-@click.option("--gpu-arch", help="GPU targets: the architecture, e.g. sm_80.")
+@target_options
 @click.option("--models", type=click.Path(path_type=Path), default=MODELS, show_default=True, help="Folder of model files.")
 @_only_option
 @click.option("--bundle", type=click.Path(path_type=Path), help="Bundle folder [default: build/bench/<target>].")
 @_settings_options
-def run_command(target: str, gpu_arch: str | None, models: Path, only: tuple[str, ...], bundle: Path | None, **options: Any) -> None:
+def run_command(
+    options: CompileOptions,
+    models: Path,
+    only: tuple[str, ...],
+    bundle: Path | None,
+    timing: TimingChoice,
+    resume: Path | None,
+    deadline_s: float | None,
+    output: Path | None,
+) -> None:
     """Compile and time the suite on this machine."""
-    bundle = bundle or ROOT / "build" / "bench" / target
-    compile_cases(find_cases(models, only), target, gpu_arch, bundle, thin_artifacts=False)
-    _run_time(bundle, options, ())
+    bundle = bundle or ROOT / "build" / "bench" / options.target
+    compile_cases(find_cases(models, only), options, bundle, thin_artifacts=False)
+    _run_time(bundle, timing, (), resume, deadline_s, output)
 
 
 @suite.command("collect")

@@ -3,116 +3,126 @@
     python benchmarks/zoo.py compile --target llvm-cpu -o build/zoo-cpu      # here (needs the compiler)
     python benchmarks/zoo.py run build/zoo-cpu                               # anywhere with kiln.runtime
 
-Artifacts keep their weights external (`--params external`): `run` rebuilds each model from its
-file (seeded, no downloads), writes its weights into the `.irpa` the artifact reads, checks the
-artifact against eager PyTorch on the same device, and times both. So the artifacts travel to a GPU
-machine without their weights, and the run side needs only torch, iree-base-runtime and kiln's
-runtime (plus transformers for GPT-2 and BERT), never the compiler.
+`compile` writes a kiln.measure bundle whose artifacts keep their weights external (`--params
+external`) and leave the `.irpa` behind: `run` rebuilds each model from its file (seeded, no
+downloads), writes its weights into the archive the artifact reads, checks the artifact against
+eager PyTorch on the same device, and times both. So the artifacts travel to a GPU machine without
+their weights, and the run side needs only torch, iree-base-runtime and kiln's runtime (plus
+transformers for GPT-2 and BERT), never the compiler.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
-import json
+import datetime
 import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
+import click
 import torch
 
-ZOO = Path(__file__).resolve().parent.parent / "examples" / "zoo"
+from kiln.cli.options import TARGET_NAMES, TimingChoice, timing_options
+from kiln.measure.bundle import Bundle, Entry, ModelRecipe, open_entry, rebuild
+from kiln.measure.timing import environment, torch_device_for
+
+ROOT = Path(__file__).resolve().parent.parent
+ZOO = ROOT / "examples" / "zoo"
 MODELS = ("gpt2", "bert", "resnet50", "vit")
 
 
-def compile_zoo(target: str, gpu_arch: str | None, out: Path) -> None:
+def compile_zoo(target: str, gpu_arch: str | None, out: Path, names: tuple[str, ...]) -> None:
+    from kiln.compiler.targets import get_target
+
     out.mkdir(parents=True, exist_ok=True)
-    records = {}
     kiln = str(Path(sys.executable).parent / "kiln")
-    for name in MODELS:
+    entries = []
+    for name in names:
         command = [kiln, "compile", str(ZOO / f"{name}.py"), "-o", str(out / f"{name}.vmfb"), "-q"]
         command += ["--target", target, "--params", "external", "--dump-dir", str(out / f"{name}.stages")]
         command += ["--gpu-arch", gpu_arch] if gpu_arch else []
         start = time.perf_counter()
         subprocess.run(command, check=True)
-        records[name] = {
-            "compile_s": round(time.perf_counter() - start, 1),
+        labels = {
             "vmfb_mib": (out / f"{name}.vmfb").stat().st_size / 2**20,
             "irpa_mib": (out / f"{name}.irpa").stat().st_size / 2**20,
         }
         (out / f"{name}.irpa").unlink()  # `run` rebuilds it from the model file
         shutil.rmtree(out / f"{name}.stages")
-        print(f"{name}: {records[name]}", flush=True)
-    (out / "compile.json").write_text(json.dumps({"target": target, "gpu_arch": gpu_arch, "models": records}, indent=2))
+        recipe = ModelRecipe(f"examples/zoo/{name}.py")
+        entry = Entry(name, f"{name}.vmfb", round(time.perf_counter() - start, 1), model=recipe, parameters=f"{name}.irpa", labels=labels)
+        entries.append(entry)
+        print(f"{name}: {entry.compile_s} s, {labels}", flush=True)
+    machine, versions = environment("cpu")
+    Bundle(
+        target=target,
+        driver=get_target(target).driver,
+        created=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        command=" ".join(["python", "benchmarks/zoo.py", *sys.argv[1:]]),
+        compiled_on=machine,
+        versions=versions,
+        settings={"gpu_arch": gpu_arch},
+        entries=tuple(entries),
+    ).write(out)
 
 
-def run_zoo(out: Path, device: str | None) -> str:
-    import iree.runtime as rt
-
-    import kiln
+def run_zoo(out: Path, timing: TimingChoice) -> str:
     from kiln.measure.bench import bench
-    from kiln.measure.timing import Settings, environment, torch_device_for
-    from kiln.runtime.tensors import to_host_array
 
-    compiled = json.loads((out / "compile.json").read_text())
+    bundle = Bundle.read(out)
     rows = [
         "| model | parameters | compile | .vmfb | .irpa | kiln | eager | rel. L2 error vs eager |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    settings = Settings(warmup=3, iterations=20, budget_s=10.0, inductor=False)
-    torch_device = "cpu"
-    for name, record in compiled["models"].items():
-        model_file = _load(ZOO / f"{name}.py")
-        model = model_file.get_model().eval()
-        inputs = model_file.get_example_inputs()
-        weights = dict(model.named_parameters(remove_duplicate=False)) | dict(model.named_buffers(remove_duplicate=False))
-        rt.save_archive_file({key: to_host_array(t.detach()) for key, t in weights.items()}, out / f"{name}.irpa")
-        module = kiln.load(out / f"{name}.vmfb", device)
-        torch_device = torch_device_for(module.manifest.driver, device)
-        numerics, timings, _ = bench(module, model, inputs, settings, device)
+    settings = replace(timing.settings, inductor=False)
+    torch_device = torch_device_for(bundle.driver, timing.device)
+    for entry in bundle.entries:
+        model, inputs = rebuild(entry, ROOT)
+        (out / (entry.parameters or "")).unlink(missing_ok=True)  # this model file's weights, freshly written
+        module = open_entry(out, entry, timing.device, model)
+        numerics, timings, _ = bench(module, model, inputs, settings, timing.device)
         count = sum(p.numel() for p in model.parameters()) / 1e6
+        labels = entry.labels
         rows.append(
-            f"| {name} | {count:.1f}M | {record['compile_s']:.0f} s | {record['vmfb_mib']:.2f} MiB "
-            f"| {record['irpa_mib']:.0f} MiB | {timings['kiln'].median_ms:.2f} ms | {timings['eager'].median_ms:.2f} ms "
+            f"| {entry.name} | {count:.1f}M | {entry.compile_s:.0f} s | {labels['vmfb_mib']:.2f} MiB "
+            f"| {labels['irpa_mib']:.0f} MiB | {timings['kiln'].median_ms:.2f} ms | {timings['eager'].median_ms:.2f} ms "
             f"| {numerics.rel_l2_error:.1e} {'ok' if numerics.ok else 'MISMATCH'} |"
         )
         print(rows[-1], flush=True)
     machine, versions = environment(torch_device)
-    header = f"target {compiled['target']}" + (f" ({compiled['gpu_arch']})" if compiled["gpu_arch"] else "")
-    return "\n".join([f"{header}; machine: {machine}; versions: {versions}", "", *rows])
+    gpu_arch = bundle.settings.get("gpu_arch")
+    title = f"target {bundle.target}" + (f" ({gpu_arch})" if gpu_arch else "")
+    return "\n".join([f"{title}; machine: {machine}; versions: {versions}", "", *rows])
 
 
-def _load(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
-    compile_parser = commands.add_parser("compile", help="compile every zoo model (here)")
-    compile_parser.add_argument("--target", default="llvm-cpu")
-    compile_parser.add_argument("--gpu-arch")
-    compile_parser.add_argument("-o", "--out", type=Path, required=True)
-    run_parser = commands.add_parser("run", help="check and time compiled zoo models")
-    run_parser.add_argument("out", type=Path)
-    run_parser.add_argument("--device")
-    arguments = parser.parse_args()
-    if arguments.command == "compile":
-        compile_zoo(arguments.target, arguments.gpu_arch, arguments.out)
-    else:
-        torch.manual_seed(0)
-        # The reference computes in f32 as the artifact does: no TF32 in cuDNN's convolutions (torch's
-        # default) or in matmuls, whose error ResNet-50's random-init activations amplify past 1e-3.
-        torch.backends.cudnn.allow_tf32 = False
-        torch.backends.cuda.matmul.allow_tf32 = False
-        print(run_zoo(arguments.out, arguments.device))
+    """The model zoo: compile here, check and time anywhere with kiln's runtime."""
+
+
+@main.command("compile")
+@click.option("--target", type=click.Choice(TARGET_NAMES), default="llvm-cpu", show_default=True)
+@click.option("--gpu-arch", help="GPU targets: the architecture, e.g. sm_80.")
+@click.option("--model", "names", multiple=True, type=click.Choice(MODELS), help="Zoo model (repeatable) [default: all].")
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="The bundle folder to write.")
+def compile_command(target: str, gpu_arch: str | None, names: tuple[str, ...], out: Path) -> None:
+    """Compile the zoo models into a bundle, their weights left behind."""
+    compile_zoo(target, gpu_arch, out, names or MODELS)
+
+
+@main.command("run")
+@click.argument("out", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@timing_options(warmup=3, iterations=20, time_s=10.0, inductor=False)
+def run_command(out: Path, timing: TimingChoice) -> None:
+    """Check and time the compiled zoo models against eager PyTorch on the artifacts' device."""
+    torch.manual_seed(0)
+    # The reference computes in f32 as the artifact does: no TF32 in cuDNN's convolutions (torch's
+    # default) or in matmuls, whose error ResNet-50's random-init activations amplify past 1e-3.
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    click.echo(run_zoo(out, timing))
 
 
 if __name__ == "__main__":

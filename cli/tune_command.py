@@ -135,7 +135,7 @@ def prepare_command(
     needs each step's times before the next, which a split cannot have). The folder holds one
     artifact per distinct candidate (a variant byte-identical to an earlier one is measured once),
     the example inputs and eager PyTorch's outputs for them (computed here, on the CPU), external
-    weights once (--params external), and tune.json, the plan. Carry the folder to the machine
+    weights once (--params external), and bundle.json, the plan. Carry the folder to the machine
     with the device, run `kiln tune measure` there, bring back measured.json (or the folder), and
     run `kiln tune accept` here.
 
@@ -150,8 +150,8 @@ def prepare_command(
     limits = Limits(max_candidates=max_candidates, budget_s=budget_s)
     plan = prepare(source, options, space_for(options.target, knobs), limits, output, _command(), click.echo)
     size = sum(path.stat().st_size for path in output.iterdir()) / 2**20
-    weights = " (weights.irpa among them)" if plan.weights else ""
-    click.echo(f"wrote {output}/: {len(plan.candidates)} candidates, {size:.1f} MiB{weights}")
+    weights = " (weights.irpa among them)" if plan.entries[0].parameters else ""
+    click.echo(f"wrote {output}/: {len(plan.entries)} candidates, {size:.1f} MiB{weights}")
     click.echo(f"next, where the device is: kiln tune measure {shlex.quote(str(output))}")
 
 
@@ -171,12 +171,12 @@ def measure_command(folder: Path, timing: TimingChoice) -> None:
     """
     import torch
 
+    from kiln.measure.bundle import Bundle
     from kiln.measure.timing import environment, torch_device_for, use_threads
-    from kiln.tune.measure import MEASURED, Plan, measure_plan
+    from kiln.tune.measure import MEASURED, measure_plan
 
     use_threads(timing.threads or torch.get_num_threads())
-    plan = Plan.read(folder)
-    machine = environment(torch_device_for(plan.driver, timing.device))[0]
+    machine = environment(torch_device_for(Bundle.read(folder).driver, timing.device))[0]
     measure_plan(folder, timing.settings, timing.device, machine, click.echo)
     click.echo(f"wrote {folder / MEASURED}; next, where it was prepared: kiln tune accept {shlex.quote(str(folder))}")
 
@@ -195,13 +195,13 @@ def accept_command(folder: Path, min_gain: float) -> None:
     Example:
       kiln tune accept tune-mlp
     """
+    from kiln.measure.bundle import Bundle
     from kiln.tune.cache import entry_path
-    from kiln.tune.measure import Plan
     from kiln.tune.search import accept
 
     entry = accept(folder, min_gain, click.echo)
     click.echo(f"tuned: {entry.summary()}")
-    click.echo(f"stored {entry_path(entry.key)}; compile with: {Plan.read(folder).compile_with}")
+    click.echo(f"stored {entry_path(entry.key)}; compile with: {Bundle.read(folder).settings['compile_with']}")
 
 
 @tune_command.command("space")

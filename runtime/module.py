@@ -111,7 +111,7 @@ class Function:
     def call_on_device(self, *values: Any) -> tuple[rt.DeviceArray, ...]:
         """Call with inputs already on the device (device arrays, buffer views); results stay there.
 
-        Unchecked and uncopied: it times the computation alone (kiln.runtime.bench). Returns once
+        Unchecked and uncopied: it times the computation alone (kiln.measure.bench). Returns once
         the results are ready, like every call of a synchronous IREE function.
         """
         results = self._function(*values)

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from conftest import EXAMPLES, ROOT
 
 from kiln.cli.main import kiln
+from kiln.measure import thin
 from kiln.measure.bench import check_numerics
 from kiln.measure.results import (
     SCHEMA,
@@ -34,7 +35,6 @@ from kiln.measure.timing import Settings, measure
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import suite  # benchmarks/ holds scripts, not a package
-import thin
 
 TINY_MODEL = '''
 import torch
@@ -209,8 +209,8 @@ def test_suite_compiles_times_resumes_and_collects(tmp_path):
     result = runner.invoke(suite.suite, ["compile", "--models", str(models), "--only", "*-small", "--thin", "-o", str(bundle)])
     assert result.exit_code == 0, result.output
     data = json.loads((bundle / "bundle.json").read_text())
-    assert [c["name"] for c in data["cases"]] == ["tiny-f32-small", "tiny-bf16-small"]
-    assert all(c["recipe"] and (bundle / c["artifact"]).suffix == ".thin" for c in data["cases"])
+    assert [c["name"] for c in data["entries"]] == ["tiny-f32-small", "tiny-bf16-small"]
+    assert all(c["thin"] and (bundle / c["artifact"]).suffix == ".thin" for c in data["entries"])
 
     first = tmp_path / "first.json"
     result = runner.invoke(suite.suite, ["time", str(bundle), "--only", "*-f32-*", *fast, "-o", str(first)])

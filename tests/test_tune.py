@@ -22,10 +22,11 @@ import kiln
 from kiln.cli.main import kiln as kiln_cli
 from kiln.compiler import CompileOptions
 from kiln.compiler.model_file import ModelSource
+from kiln.measure.bundle import Bundle
 from kiln.measure.results import Timing
 from kiln.measure.timing import Settings
 from kiln.tune.cache import entry_path, key_fields, key_of
-from kiln.tune.measure import Measurement, Plan
+from kiln.tune.measure import Measurement
 from kiln.tune.search import Limits, coordinate_descent, prepare, tune
 from kiln.tune.space import SPACES, Choice, Knob
 
@@ -155,9 +156,10 @@ def test_the_key_changes_with_the_model_file_and_what_is_compiled(tmp_path):
 def test_split_prepare_measure_without_the_compiler_then_accept(tmp_path, cache):
     path, folder = model_file(tmp_path), tmp_path / "tune-dir"
     plan = prepare(ModelSource(path), CompileOptions(params="external"), (HANDOFF, BOGUS), Limits(), folder, "test", print)
-    assert [c.name for c in plan.candidates] == ["default", "handoff=torch", "bogus=on"]
-    assert plan.weights == "weights.irpa" and (folder / "weights.irpa").is_file() and (folder / "reference.pt").is_file()
-    assert plan.candidates[2].artifact is None and "iree-compile failed" in (plan.candidates[2].error or "")
+    assert [c.name for c in plan.entries] == ["default", "handoff=torch", "bogus=on"]
+    assert plan.entries[0].parameters == "weights.irpa" and (folder / "weights.irpa").is_file()
+    assert plan.entries[0].reference == "reference.pt" and (folder / "reference.pt").is_file()
+    assert plan.entries[2].artifact is None and "iree-compile failed" in (plan.entries[2].error or "")
 
     # The GPU machine's situation: no torch-mlir, no IREE compiler importable.
     no_compiler = "import sys; sys.modules['torch_mlir'] = None; sys.modules['iree.compiler'] = None\n"
@@ -169,7 +171,7 @@ def test_split_prepare_measure_without_the_compiler_then_accept(tmp_path, cache)
     result = invoke("tune", "accept", folder, "--min-gain", "-100")
     assert result.exit_code == 0, result.output
     assert f"compile with: kiln compile {path} --target llvm-cpu --tuned" in result.output
-    stored = json.loads(entry_path(Plan.read(folder).key).read_text())
+    stored = json.loads(entry_path(Bundle.read(folder).settings['key']).read_text())
     assert stored["settings"]["choices"] in ({}, {"handoff": "torch"})
     assert [m["name"] for m in stored["candidates"]] == ["default", "handoff=torch", "bogus=on"]
 

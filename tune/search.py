@@ -35,22 +35,20 @@ from kiln.compiler.pipeline import run_pipeline
 from kiln.compiler.targets import get_target
 from kiln.compiler.weights import Parameters
 from kiln.errors import KilnError
+from kiln.measure.bundle import Bundle, Entry, add_artifact, write_reference
 from kiln.measure.timing import Settings, cpu_clock, environment, others_share, torch_device_for
-from kiln.runtime.manifest import manifest_path
 
 from .cache import TuneEntry, command_for, key_fields, key_of, store
 from .measure import (
-    PLAN,
+    REFERENCE,
     WEIGHTS,
-    Candidate,
     Measured,
     Measurement,
-    Plan,
     Reference,
     first_line,
     measure_candidate,
+    reference_record,
     twin_of,
-    write_reference,
 )
 from .space import Assignment, Space, TunedSettings, apply_settings, assign, describe, settings_of
 
@@ -81,7 +79,8 @@ def reference_of(spec: ModelSpec) -> Reference:
 
 
 class CandidateFolder:
-    """Compiles candidates into a tuning folder: one artifact per distinct candidate, the weights shared.
+    """Compiles candidates into a tuning folder (a kiln.measure bundle): one artifact per distinct
+    candidate, the reference and the weights shared.
 
     A candidate whose artifact is byte-identical to an earlier one's (a flag that changes nothing
     for this model) is not written again: it is `same_as` the earlier one and measured once.
@@ -89,18 +88,15 @@ class CandidateFolder:
 
     def __init__(self, folder: Path, spec: ModelSpec, base: CompileOptions, space: Space) -> None:
         self.folder, self.spec, self.base, self.space = folder, spec, base, space
-        self.candidates: dict[str, Candidate] = {}
+        self.candidates: dict[str, Entry] = {}
+        self.reference = write_reference(folder, REFERENCE, reference_record(reference_of(spec)))
         self._digests: dict[str, str] = {}  # artifact SHA-256 -> the candidate that has it
         self._weights: dict[str, torch.Tensor] = {}
 
-    @property
-    def weights(self) -> str | None:
-        """The shared weights archive's name in the folder, when the candidates have external weights."""
-        return WEIGHTS if self._weights else None
-
-    def compile(self, assignment: Assignment) -> Candidate:
+    def compile(self, assignment: Assignment) -> Entry:
         name, settings = describe(assignment), settings_of(self.space, assignment)
-        candidate = Candidate(name, dict(assignment), asdict(settings))
+        labels = {"choices": dict(assignment), "settings": asdict(settings)}
+        candidate = Entry(name, reference=self.reference, labels=labels)
         start = time.perf_counter()
         try:
             compiled = run_pipeline(self.spec, apply_settings(self.base, settings)).compiled
@@ -109,27 +105,27 @@ class CandidateFolder:
         else:
             assert compiled is not None
             candidate = replace(candidate, compile_s=round(time.perf_counter() - start, 2))
+            if compiled.parameters is not None:
+                self._share(compiled.parameters)
+                candidate = replace(candidate, parameters=WEIGHTS)
             digest = hashlib.sha256(compiled.vmfb).hexdigest()
             if digest in self._digests:
                 candidate = replace(candidate, same_as=self._digests[digest])
             else:
                 self._digests[digest] = name
-                artifact = self.folder / f"c{len(self._digests) - 1:02d}.vmfb"
-                artifact.write_bytes(compiled.vmfb)
-                manifest_path(artifact).write_text(compiled.manifest.to_json())
-                self._share(compiled.parameters)
-                candidate = replace(candidate, artifact=artifact.name)
+                named = replace(candidate, name=f"c{len(self._digests) - 1:02d}")
+                candidate = replace(candidate, artifact=add_artifact(self.folder, named, compiled).artifact)
         self.candidates[name] = candidate
         return candidate
 
-    def artifact_of(self, name: str) -> Candidate:
+    def artifact_of(self, name: str) -> Entry:
         """The candidate that holds `name`'s artifact: itself, or the one it is the same as."""
         candidate = self.candidates[name]
         return self.candidates[candidate.same_as] if candidate.same_as else candidate
 
-    def _share(self, parameters: Parameters | None) -> None:
+    def _share(self, parameters: Parameters) -> None:
         """Every candidate reads the same weights: write them once (again only if a candidate adds some)."""
-        if parameters is None or parameters.tensors.keys() <= self._weights.keys():
+        if parameters.tensors.keys() <= self._weights.keys():
             return
         self._weights.update(parameters.tensors)
         save_archive_file(Parameters(self._weights).arrays(), self.folder / WEIGHTS)
@@ -192,13 +188,12 @@ def tune(
     fields = key_fields(spec, ref, base)
     with tempfile.TemporaryDirectory(prefix="kiln-tune-") as temporary:
         folder = Path(temporary)
-        reference = reference_of(spec)
         candidates = CandidateFolder(folder, spec, base, space)
+        reference = reference_of(spec)
         measured: dict[str, Measurement] = {}
 
         def time_candidate(name: str) -> Measurement:
-            candidate = candidates.artifact_of(name)
-            return measure_candidate(folder, candidate, reference, settings, device, candidates.weights)
+            return measure_candidate(folder, candidates.artifact_of(name), reference, settings, device)
 
         def evaluate(assignment: Assignment) -> Measurement:
             candidate = candidates.compile(assignment)
@@ -244,14 +239,13 @@ def single_knob_assignments(space: Space) -> list[dict[str, str]]:
 
 def prepare(
     ref: ModelSource, base: CompileOptions, space: Space, limits: Limits, folder: Path, command: str, progress: Progress
-) -> Plan:
-    """Compile the split's candidates into `folder` with the reference outputs; write and return its plan."""
+) -> Bundle:
+    """Compile the split's candidates into `folder` with the reference outputs; write and return its bundle."""
     if folder.exists() and any(folder.iterdir()):
         raise KilnError(f"{folder} is not empty; prepare writes a fresh tuning folder", stage=STAGE)
     folder.mkdir(parents=True, exist_ok=True)
     spec = ref.load()
     fields = key_fields(spec, ref, base)
-    write_reference(folder, reference_of(spec))
     candidates = CandidateFolder(folder, spec, base, space)
     assignments = single_knob_assignments(space)[: limits.max_candidates]
     start = time.perf_counter()
@@ -265,27 +259,30 @@ def prepare(
         progress(f"[{index + 1}/{len(assignments)}] {candidate.name:<36} {compile_s}  {outcome}")
     if all(c.artifact is None for c in candidates.candidates.values()):
         raise KilnError("no candidate compiled; see the errors above", stage=STAGE)
-    plan = Plan(
-        key=key_of(fields),
-        key_fields=fields,
+    machine, compiled_with = environment("cpu")
+    bundle = Bundle(
         target=base.target,
         driver=get_target(base.target).driver,
-        command=command,
-        compile_with=command_for(["kiln", "compile"], ref, base) + " --tuned",
         created=_now(),
-        compiled_on=environment("cpu")[0],
-        candidates=tuple(candidates.candidates.values()),
-        weights=candidates.weights,
+        command=command,
+        compiled_on=machine,
+        versions=compiled_with,
+        settings={
+            "key": key_of(fields),
+            "key_fields": fields,
+            "compile_with": command_for(["kiln", "compile"], ref, base) + " --tuned",
+        },
+        entries=tuple(candidates.candidates.values()),
     )
-    (folder / PLAN).write_text(plan.to_json())
-    return plan
+    bundle.write(folder)
+    return bundle
 
 
 def accept(folder: Path, min_gain: float, progress: Progress) -> TuneEntry:
     """Store the winner of a measured tuning folder in the cache; returns the entry."""
-    plan, measured = Plan.read(folder), Measured.read(folder)
+    plan, measured = Bundle.read(folder), Measured.read(folder)
     found = {m.name: m for m in measured.measurements}
-    default = found.get(plan.candidates[0].name)
+    default = found.get(plan.entries[0].name)
     if default is None or default.median_ms is None:
         why = default.error if default is not None else "not measured"
         raise KilnError(f"kiln's default was rejected where it was measured ({why}); nothing to tune against", stage=STAGE)
@@ -296,14 +293,15 @@ def accept(folder: Path, min_gain: float, progress: Progress) -> TuneEntry:
         verdict = f"{m.median_ms / default.median_ms - 1:+.1%} vs default" if m.median_ms else f"rejected: {m.error}"
         progress(f"{m.name:<36} {m.line()}  {verdict}{'  <- winner' if m is winner else ''}")
     here = versions()
-    made_with = (plan.key_fields["kiln"], plan.key_fields["iree_compiler"])
+    fields = plan.settings["key_fields"]
+    made_with = (fields["kiln"], fields["iree_compiler"])
     if made_with != (here["torchkiln"], here["iree-base-compiler"]):
         progress(f"note: prepared with kiln {made_with[0]} / IREE {made_with[1]}; `kiln compile --tuned` here finds it only with those")
-    candidate = next(c for c in plan.candidates if c.name == winner.name)
+    candidate = plan.entry(winner.name)
     entry = TuneEntry(
-        key=plan.key,
-        key_fields=plan.key_fields,
-        settings=TunedSettings.from_dict(candidate.settings),
+        key=plan.settings["key"],
+        key_fields=fields,
+        settings=TunedSettings.from_dict(candidate.labels["settings"]),
         default_ms=default.median_ms,
         tuned_ms=winner.median_ms or default.median_ms,
         candidates=measured.measurements,

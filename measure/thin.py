@@ -20,9 +20,10 @@ import torch
 MIN_BYTES = 4096  # smaller tensors stay in the artifact
 
 
-def model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """Every parameter and buffer, by name: the candidates for weights inlined in an artifact."""
-    return {name: tensor for name, tensor in (*model.named_parameters(), *model.named_buffers())}
+def model_tensors(model: torch.nn.Module, remove_duplicate: bool = True) -> dict[str, torch.Tensor]:
+    """Every parameter and buffer, by name (a tied one under each of its names with `remove_duplicate=False`)."""
+    named = (*model.named_parameters(remove_duplicate=remove_duplicate), *model.named_buffers(remove_duplicate=remove_duplicate))
+    return dict(named)
 
 
 def thin(vmfb: bytes, tensors: dict[str, torch.Tensor]) -> tuple[bytes, dict[str, Any]]:
