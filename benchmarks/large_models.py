@@ -1,26 +1,28 @@
-"""Large models in bounded memory: compile Llama-shaped models of 124M to 7B parameters without their weights.
+"""Large models in bounded memory: Llama shapes of 134M to 6.7B parameters compiled without their weights.
 
-    python benchmarks/large_models.py compile -o build/large                 # here: the table (LARGE_MODELS.md)
+    python benchmarks/large_models.py compile -o build/large                 # here: LARGE_MODELS.md's table
     python benchmarks/large_models.py compile -o .device-carry/large-cuda \\
-        --target cuda --gpu-arch sm_80 --sizes 1b                           # here: artifacts for the GPU
-    python3 benchmarks/large_models.py run .device-carry/large-cuda --device cuda   # there: check and time
+        --target cuda --gpu-arch sm_80 --size 1b                            # here: artifacts for the GPU
+    python3 benchmarks/large_models.py run .device-carry/large-cuda        # there: check and time
 
 `compile` writes each size's checkpoint (random f32 weights from a seed, examples/llama/llama.py)
-unless it is there, then compiles examples/llama/llama_<size>.py in f32 and with --dtype bf16,
-each compile in its own process, and records its time, the peak resident memory of every stage
-(kiln's own, and iree-compile's), and the sizes of the .vmfb and the .irpa. The .irpa is deleted
-after measuring (it is the weights: 27 GB for 7B in f32), and so is a checkpoint it wrote, unless
---keep. This process never imports torch, so the compiles it starts inherit no memory from it.
+unless it is there, then compiles examples/llama/llama_<size>.py in f32 and with --dtype bf16, each
+compile in a process of its own, and records its time, the peak resident memory of every stage
+(kiln's own, and iree-compile's), and the sizes of the .vmfb and the .irpa, into a kiln.measure
+bundle. The .irpa is deleted once measured (it is the weights: 25 GiB for 7B in f32), and so is a
+checkpoint this command wrote, unless --keep. This process imports no torch until the compiles are
+done, so the processes it starts inherit no memory from it.
 
-`run` needs only torch, transformers, safetensors and kiln's runtime: it writes the same checkpoint
-from the same seed, streams it into each artifact's .irpa (converted to the artifact's dtype, as
-the compile would), loads the artifact, checks it against eager PyTorch on the same device and
-times kiln, eager and Inductor on a forward over the example prompt (tokens per second).
+`run` needs torch, transformers, safetensors and kiln's runtime: it writes the same checkpoint from
+the same seed, streams it into each artifact's .irpa in the artifact's dtype (as the compile would:
+kiln.compiler.checkpoint and parameter_archive, which import no compiler), loads the artifact, and
+checks and times it against eager PyTorch and Inductor on the same device, the model built from the
+checkpoint as safetensors reads it: one forward over the example prompt, in tokens per second.
 """
 
 from __future__ import annotations
 
-import argparse
+import datetime
 import json
 import os
 import shutil
@@ -29,9 +31,13 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-if TYPE_CHECKING:  # torch is imported only where used: `compile` must not hold its memory (see above)
+import click
+
+from kiln.cli.options import TARGET_NAMES, TimingChoice, timing_options
+
+if TYPE_CHECKING:
     import torch
 
     from kiln.compiler.checkpoint import BoundWeights
@@ -42,115 +48,137 @@ SIZES = ("124m", "1b", "7b")
 DTYPES = ("f32", "bf16")
 
 
-def compile_all(out: Path, sizes: list[str], dtypes: list[str], target: str, gpu_arch: str | None, keep: bool) -> None:
+def compile_all(out: Path, sizes: tuple[str, ...], dtypes: tuple[str, ...], target: str, gpu_arch: str | None, keep: bool) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    record_path = out / "compile.json"
-    records = json.loads(record_path.read_text())["rows"] if record_path.exists() else []
+    rows: list[dict[str, Any]] = []
     for size in sizes:
         checkpoint = LLAMA / "checkpoints" / size
         wrote = not checkpoint.is_dir()
         if wrote:
             subprocess.run([sys.executable, str(LLAMA / "llama.py"), size], check=True)
         for dtype in dtypes:
-            row = measure_in_child(size, dtype, out, target, gpu_arch)
-            records = [r for r in records if (r["size"], r["dtype"]) != (size, dtype)] + [row]
-            record_path.write_text(json.dumps({"target": target, "gpu_arch": gpu_arch, "rows": records}, indent=2))
-            print(table_row(row), flush=True)
+            rows.append(measure_in_child(size, dtype, out, target, gpu_arch))
+            print(table_row(rows[-1]), flush=True)
         if wrote and not keep:
             shutil.rmtree(checkpoint)
-    print("\n".join(table(records)))
+    write_bundle(out, rows, target, gpu_arch)
+    print("\n".join(table([entry.labels for entry in _bundle(out).entries])))
 
 
-def measure_in_child(size: str, dtype: str, out: Path, target: str, gpu_arch: str | None) -> dict:
-    """One compile in a fresh process; its rusage adds the whole process tree's largest peak."""
+def measure_in_child(size: str, dtype: str, out: Path, target: str, gpu_arch: str | None) -> dict[str, Any]:
+    """One compile in a fresh process: what `measure` prints, plus the process tree's largest peak."""
     stem = out / f"llama_{size}_{dtype}"
     command = [sys.executable, __file__, "measure", size, dtype, str(stem), "--target", target]
     command += ["--gpu-arch", gpu_arch] if gpu_arch else []
-    start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     output = process.stdout.read() if process.stdout else ""
     _, status, usage = os.wait4(process.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"compiling {size} {dtype} failed")
+        raise SystemExit(f"compiling llama_{size} in {dtype} failed")
     row = json.loads(output.strip().splitlines()[-1])
-    row["wall_s"] = round(time.perf_counter() - start, 1)
-    row["largest_process_mib"] = round(usage.ru_maxrss / 1024)  # kiln or iree-compile, whichever was larger
+    # The largest of kiln and iree-compile (wait4 counts the children a process waited for).
+    row["largest_process_mib"] = round(usage.ru_maxrss / 1024)
     irpa = stem.with_suffix(".irpa")
     row["irpa_bytes"] = irpa.stat().st_size
-    irpa.unlink()  # the weights again; `run` rebuilds it
+    irpa.unlink()  # the weights again: `run` rebuilds them
     shutil.rmtree(stem.with_suffix(".stages"), ignore_errors=True)
     return row
 
 
 def measure_one(size: str, dtype: str, stem: Path, target: str, gpu_arch: str | None) -> None:
     """Compile one model in this process and print one JSON line: what `compile` records."""
-    import torch
-
     from kiln.compiler.driver import compile_file
     from kiln.compiler.model_file import ModelSource
     from kiln.compiler.options import CompileOptions
 
-    torch.set_num_threads(2)
     source = ModelSource(LLAMA / f"llama_{size}.py", precision="bf16" if dtype == "bf16" else None)
     options = CompileOptions(target=target, gpu_arch=gpu_arch, params="external", dump_dir=stem.with_suffix(".stages"))
     start = time.perf_counter()
     result = compile_file(source, options, stem.with_suffix(".vmfb"))
     seconds = time.perf_counter() - start
     assert result.path is not None and result.compilation.spec is not None
-    module = result.compilation.spec.module
-    stages = [
-        {
-            "name": report.name,
-            "seconds": round(report.seconds, 2),
-            "kiln_mib": round(report.memory.process / 2**20) if report.memory and report.memory.process else None,
-            "iree_compile_mib": round(report.memory.children / 2**20) if report.memory and report.memory.children else None,
-        }
-        for report in result.reports
-    ]
+    parameters = list(result.compilation.spec.module.parameters())
     row = {
         "size": size,
         "dtype": dtype,
-        "target": target,
-        "parameters": sum(p.numel() for p in module.parameters()),
-        "weight_bytes": sum(p.numel() * p.element_size() for p in module.parameters()),
+        "parameters": sum(p.numel() for p in parameters),
+        "weight_bytes": sum(p.numel() * p.element_size() for p in parameters),  # in the compiled dtype
         "compile_s": round(seconds, 1),
-        "stages": stages,
+        "stages": [_stage(report) for report in result.reports],
         "vmfb_bytes": result.path.stat().st_size,
-        "load_average": [round(load, 1) for load in os.getloadavg()],
+        "load_average": [round(load, 1) for load in os.getloadavg()],  # other work on this shared machine
     }
     print(json.dumps(row))
 
 
-def peaks(row: dict) -> tuple[int, int, int]:
-    """(kiln's highest stage peak, iree-compile's peak, both together at the vmfb stage: kiln's memory
-    then plus iree-compile's peak, an upper bound on the two processes' sum), in MiB."""
+def _stage(report: Any) -> dict[str, Any]:
+    memory = report.memory
+    return {
+        "name": report.name,
+        "seconds": round(report.seconds, 2),
+        "kiln_mib": round(memory.process / 2**20) if memory is not None and memory.process else None,
+        "iree_compile_mib": round(memory.children / 2**20) if memory is not None and memory.children else None,
+    }
+
+
+def write_bundle(out: Path, rows: list[dict[str, Any]], target: str, gpu_arch: str | None) -> None:
+    """The rows as a kiln.measure bundle: one entry per artifact, its weights to be rebuilt there."""
+    from kiln.compiler.targets import get_target
+    from kiln.measure.bundle import Bundle, Entry, ModelRecipe
+    from kiln.measure.timing import environment
+
+    old = {entry.name: entry for entry in _bundle(out).entries} if (out / "bundle.json").is_file() else {}
+    for row in rows:
+        name = f"llama_{row['size']}_{row['dtype']}"
+        recipe = ModelRecipe(f"examples/llama/llama_{row['size']}.py")
+        old[name] = Entry(name, f"{name}.vmfb", row["compile_s"], model=recipe, parameters=f"{name}.irpa", labels=row)
+    machine, versions = environment("cpu")
+    Bundle(
+        target=target,
+        driver=get_target(target).driver,
+        created=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        command=" ".join(["python", "benchmarks/large_models.py", *sys.argv[1:]]),
+        compiled_on=machine,
+        versions=versions,
+        settings={"gpu_arch": gpu_arch},
+        entries=tuple(old.values()),
+    ).write(out)
+
+
+def _bundle(out: Path) -> Any:
+    from kiln.measure.bundle import Bundle
+
+    return Bundle.read(out)
+
+
+def peaks(row: dict[str, Any]) -> tuple[int, int, int]:
+    """MiB: kiln's highest stage peak; iree-compile's peak; and the two together, bounded above by
+    kiln's peak during the vmfb stage (while iree-compile runs) plus iree-compile's peak."""
     kiln = max(stage["kiln_mib"] or 0 for stage in row["stages"])
     iree = max(stage["iree_compile_mib"] or 0 for stage in row["stages"])
     vmfb = next(stage for stage in row["stages"] if stage["name"] == "vmfb")
-    return kiln, iree, (vmfb["kiln_mib"] or 0) + iree
+    return kiln, iree, max(kiln, (vmfb["kiln_mib"] or 0) + iree)
 
 
-def table(rows: list[dict]) -> list[str]:
-    lines = [
-        "| model | parameters | dtype | compile | peak: kiln | peak: iree-compile | peak: both | weights | .vmfb | .irpa |",
+def table(rows: list[dict[str, Any]]) -> list[str]:
+    header = [
+        "| model | parameters | dtype | weights | compile | peak: kiln | peak: iree-compile | peak: both | .vmfb | .irpa |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    order = {size: index for index, size in enumerate(SIZES)}
-    rows = sorted(rows, key=lambda r: (order.get(r["size"], 99), DTYPES.index(r["dtype"])))
-    return lines + [table_row(row) for row in rows]
+    order = [(size, dtype) for size in SIZES for dtype in DTYPES]
+    return header + [table_row(row) for row in sorted(rows, key=lambda r: order.index((r["size"], r["dtype"])))]
 
 
-def table_row(row: dict) -> str:
+def table_row(row: dict[str, Any]) -> str:
     kiln, iree, both = peaks(row)
-    weights = row["weight_bytes"]  # in the compiled dtype
     return (
-        f"| llama_{row['size']} | {row['parameters'] / 1e9:.2f}B | {row['dtype']} | {row['compile_s']:.0f} s "
-        f"| {kiln / 1024:.2f} GiB | {iree / 1024:.2f} GiB | {both / 1024:.2f} GiB | {weights / 2**30:.1f} GiB "
+        f"| llama_{row['size']} | {row['parameters'] / 1e9:.2f}B | {row['dtype']} | {row['weight_bytes'] / 2**30:.2f} GiB "
+        f"| {row['compile_s']:.0f} s | {kiln} MiB | {iree} MiB | {both} MiB "
         f"| {row['vmfb_bytes'] / 2**20:.2f} MiB | {row['irpa_bytes'] / 2**30:.2f} GiB |"
     )
 
 
-def stage_table(row: dict) -> list[str]:
+def stage_table(row: dict[str, Any]) -> list[str]:
     lines = ["| stage | time | peak: kiln | peak: iree-compile |", "|---|---|---|---|"]
     for stage in row["stages"]:
         child = f"{stage['iree_compile_mib']} MiB" if stage["iree_compile_mib"] else ""
@@ -158,63 +186,61 @@ def stage_table(row: dict) -> list[str]:
     return lines
 
 
-def run_all(out: Path, device: str | None) -> str:
-    """On the GPU machine: rebuild each artifact's weights, check against eager, time kiln, eager, Inductor."""
+def run_all(out: Path, timing: TimingChoice) -> str:
+    """On the device's machine: rebuild each artifact's weights, check it against eager, time kiln, eager, Inductor."""
     import torch
     from safetensors.torch import load_file
 
-    import kiln
     from kiln.compiler.checkpoint import SafetensorsCheckpoint, bind, meta_parameters
     from kiln.measure.bench import bench
-    from kiln.measure.timing import Settings, environment, torch_device_for
+    from kiln.measure.bundle import open_entry
+    from kiln.measure.timing import environment, torch_device_for
 
     sys.path.insert(0, str(LLAMA))
     import llama
 
     torch.backends.cuda.matmul.allow_tf32 = False  # the reference computes f32 in f32, as the artifact does
-    compiled = json.loads((out / "compile.json").read_text())
-    settings = Settings(warmup=3, iterations=20, budget_s=10.0, inductor=True)
+    bundle = _bundle(out)
     lines = [
         "| model | dtype | tokens | kiln | eager | Inductor | kiln tokens/s | eager tokens/s | Inductor tokens/s | rel. L2 error vs eager |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    torch_device = "cpu"
-    for row in compiled["rows"]:
-        size, dtype = row["size"], row["dtype"]
+    torch_device = torch_device_for(bundle.driver, timing.device)
+    for entry in bundle.entries:
+        size, dtype = entry.labels["size"], entry.labels["dtype"]
         checkpoint = out / "checkpoints" / size
         if not checkpoint.is_dir():
             with torch.device("meta"):
                 llama.write_checkpoint(llama.build(size), checkpoint)
+        files = sorted(checkpoint.glob("*.safetensors"))
         with meta_parameters():
             model = llama.build(size)
         torch_dtype = torch.bfloat16 if dtype == "bf16" else torch.float32
-        bound = bind(SafetensorsCheckpoint(sorted(checkpoint.glob("*.safetensors"))), model, checkpoint)
-        stem = out / f"llama_{size}_{dtype}"
-        write_archive(model, bound, torch_dtype, stem.with_suffix(".irpa"))
+        write_archive(model, bind(SafetensorsCheckpoint(files), model, checkpoint), torch_dtype, out / (entry.parameters or ""))
         state: dict[str, torch.Tensor] = {}
-        for file in sorted(checkpoint.glob("*.safetensors")):
+        for file in files:
             state |= load_file(file)
         model.load_state_dict(state, assign=True)  # the reference: the checkpoint as safetensors reads it
-        model = model.to(torch_dtype).eval()
+        model = model.to(torch_dtype)
         del state
-        module = kiln.load(stem.with_suffix(".vmfb"), device)
-        torch_device = torch_device_for(module.manifest.driver, device)
+        module = open_entry(out, entry, timing.device)
         inputs = llama.prompt(size)
-        numerics, timings, error = bench(module, model, inputs, settings, device)
+        numerics, timings, error = bench(module, model, inputs, timing.settings, timing.device)
         tokens = inputs[0].numel()
-        rate = {side: tokens / (timing.median_ms / 1e3) for side, timing in timings.items()}
-        inductor_ms = f"{timings['inductor'].median_ms:.1f} ms" if "inductor" in timings else error or "-"
+        rate = {side: tokens / (t.median_ms / 1e3) for side, t in timings.items()}
+        inductor = f"{timings['inductor'].median_ms:.1f} ms" if "inductor" in timings else (error or "-")
         lines.append(
-            f"| llama_{size} ({row['parameters'] / 1e9:.2f}B) | {dtype} | {tokens} | {timings['kiln'].median_ms:.1f} ms "
-            f"| {timings['eager'].median_ms:.1f} ms | {inductor_ms} | {rate['kiln']:.0f} | {rate['eager']:.0f} "
-            f"| {rate.get('inductor', 0):.0f} | {numerics.rel_l2_error:.1e} {'ok' if numerics.ok else 'MISMATCH'} |"
+            f"| llama_{size} ({entry.labels['parameters'] / 1e9:.2f}B) | {dtype} | {tokens} "
+            f"| {timings['kiln'].median_ms:.1f} ms | {timings['eager'].median_ms:.1f} ms | {inductor} "
+            f"| {rate['kiln']:.0f} | {rate['eager']:.0f} | {rate.get('inductor', 0):.0f} "
+            f"| {numerics.rel_l2_error:.1e} {'ok' if numerics.ok else 'MISMATCH'} |"
         )
         print(lines[-1], flush=True)
         del model, module
-        stem.with_suffix(".irpa").unlink()
+        (out / (entry.parameters or "")).unlink()
     machine, versions = environment(torch_device)
-    header = f"target {compiled['target']} ({compiled['gpu_arch']}); machine: {machine}; versions: {versions}"
-    return "\n".join([header, "", *lines])
+    title = f"target {bundle.target} ({bundle.settings.get('gpu_arch')}); machine: {machine}; versions: {versions}"
+    return "\n".join([title, "", *lines])
 
 
 def write_archive(model: torch.nn.Module, bound: BoundWeights, dtype: torch.dtype, path: Path) -> None:
@@ -228,39 +254,50 @@ def write_archive(model: torch.nn.Module, bound: BoundWeights, dtype: torch.dtyp
     write_parameter_archive(path, entries)
 
 
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
-    compile_parser = commands.add_parser("compile", help="compile each size and dtype, one process each (here)")
-    compile_parser.add_argument("-o", "--out", type=Path, required=True)
-    compile_parser.add_argument("--sizes", nargs="+", choices=SIZES, default=list(SIZES))
-    compile_parser.add_argument("--dtypes", nargs="+", choices=DTYPES, default=list(DTYPES))
-    compile_parser.add_argument("--target", default="llvm-cpu")
-    compile_parser.add_argument("--gpu-arch")
-    compile_parser.add_argument("--keep", action="store_true", help="keep the checkpoints written")
-    measure_parser = commands.add_parser("measure", help="compile one model in this process (used by compile)")
-    measure_parser.add_argument("size", choices=SIZES)
-    measure_parser.add_argument("dtype", choices=DTYPES)
-    measure_parser.add_argument("stem", type=Path)
-    measure_parser.add_argument("--target", default="llvm-cpu")
-    measure_parser.add_argument("--gpu-arch")
-    table_parser = commands.add_parser("table", help="print the tables of a compile.json")
-    table_parser.add_argument("out", type=Path)
-    run_parser = commands.add_parser("run", help="check and time compiled models (on the GPU machine)")
-    run_parser.add_argument("out", type=Path)
-    run_parser.add_argument("--device")
-    arguments = parser.parse_args()
-    if arguments.command == "compile":
-        compile_all(arguments.out, arguments.sizes, arguments.dtypes, arguments.target, arguments.gpu_arch, arguments.keep)
-    elif arguments.command == "measure":
-        measure_one(arguments.size, arguments.dtype, arguments.stem, arguments.target, arguments.gpu_arch)
-    elif arguments.command == "table":
-        rows = json.loads((arguments.out / "compile.json").read_text())["rows"]
-        print("\n".join(table(rows)))
-        for row in rows:
-            print(f"\nllama_{row['size']} {row['dtype']}:\n" + "\n".join(stage_table(row)))
-    else:
-        print(run_all(arguments.out, arguments.device))
+    """Llama shapes of 134M to 6.7B parameters compiled without their weights: compile here, run anywhere."""
+
+
+@main.command("compile")
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="The bundle folder to write.")
+@click.option("--size", "sizes", multiple=True, type=click.Choice(SIZES), help="Model size (repeatable) [default: all].")
+@click.option("--dtype", "dtypes", multiple=True, type=click.Choice(DTYPES), help="Compiled dtype (repeatable) [default: both].")
+@click.option("--target", type=click.Choice(TARGET_NAMES), default="llvm-cpu", show_default=True)
+@click.option("--gpu-arch", help="GPU targets: the architecture, e.g. sm_80.")
+@click.option("--keep", is_flag=True, help="Keep the checkpoints this command writes.")
+def compile_command(out: Path, sizes: tuple[str, ...], dtypes: tuple[str, ...], target: str, gpu_arch: str | None, keep: bool) -> None:
+    """Compile each size and dtype, one process each; record time, memory and sizes."""
+    compile_all(out, sizes or SIZES, dtypes or DTYPES, target, gpu_arch, keep)
+
+
+@main.command("measure")
+@click.argument("size", type=click.Choice(SIZES))
+@click.argument("dtype", type=click.Choice(DTYPES))
+@click.argument("stem", type=click.Path(path_type=Path))
+@click.option("--target", default="llvm-cpu")
+@click.option("--gpu-arch")
+def measure_command(size: str, dtype: str, stem: Path, target: str, gpu_arch: str | None) -> None:
+    """Compile one model in this process and print its record (what `compile` runs)."""
+    measure_one(size, dtype, stem, target, gpu_arch)
+
+
+@main.command("table")
+@click.argument("out", type=click.Path(path_type=Path, exists=True, file_okay=False))
+def table_command(out: Path) -> None:
+    """Print a bundle's table, and each compile's stages."""
+    rows = [entry.labels for entry in _bundle(out).entries]
+    click.echo("\n".join(table(rows)))
+    for row in rows:
+        click.echo(f"\nllama_{row['size']}, {row['dtype']}:\n" + "\n".join(stage_table(row)))
+
+
+@main.command("run")
+@click.argument("out", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@timing_options(warmup=3, iterations=20, time_s=10.0, inductor=True)
+def run_command(out: Path, timing: TimingChoice) -> None:
+    """Check and time the compiled models against eager PyTorch and Inductor on the artifacts' device."""
+    click.echo(run_all(out, timing))
 
 
 if __name__ == "__main__":
