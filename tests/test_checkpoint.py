@@ -20,9 +20,11 @@ import iree.runtime as rt
 import numpy as np
 import pytest
 import torch
+from click.testing import CliRunner
 from conftest import EXAMPLES, compile_spec
 
 import kiln
+from kiln.cli.main import kiln as kiln_cli
 from kiln.compiler import checkpoint, load_model_file
 from kiln.compiler.driver import compile_file
 from kiln.compiler.model_file import ModelSource
@@ -190,6 +192,21 @@ def test_small_model_from_a_checkpoint(linear_checkpoint, tmp_path):
     result = compile_file(ModelSource(path), CompileOptions(), tmp_path / "lin.vmfb")
     x = torch.randn(4, 64)
     torch.testing.assert_close(kiln.load(result.path)(x), x @ tensors["weight"].T + tensors["bias"])
+
+
+def test_timing_reports_each_stages_peak_memory_and_iree_compiles(linear_checkpoint, tmp_path):
+    path, tensors, file = linear_checkpoint
+    safetensors_torch.save_file(tensors, file)
+    result = CliRunner().invoke(kiln_cli, ["compile", str(path), "-o", str(tmp_path / "t.vmfb"), "--timing", "--verify"])
+    assert result.exit_code == 0, result.output
+    rows = {
+        match.group(1): (int(match.group(2)), match.group(3))
+        for match in re.finditer(r"^  ([\w-]+)\s+\d+\.\d+s\s+(\d+) MiB\s*(?:(\d+) MiB)?$", result.output, re.MULTILINE)
+    }
+    assert list(rows) == ["load", "exported", "aten", "prims", "simplified", "linalg", "fused", "vmfb", "verify", "save"]
+    assert all(peak > 100 for peak, _ in rows.values())  # torch alone is more than that: these are real readings
+    assert rows["vmfb"][1] is not None and int(rows["vmfb"][1]) > 20  # iree-compile's own peak
+    assert all(child is None for name, (_, child) in rows.items() if name != "vmfb")
 
 
 @pytest.mark.parametrize(
