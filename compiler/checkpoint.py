@@ -126,10 +126,6 @@ class WeightSource(Protocol):
         """Every tensor held, when that can be known without loading them (None for a hook)."""
         ...
 
-    def write(self, name: str, dtype: torch.dtype, file: BinaryIO) -> None:
-        """Write tensor `name`'s bytes, converted to `dtype`, to `file`."""
-        ...
-
     def tensor(self, name: str) -> torch.Tensor:
         """Tensor `name`, whole, as stored."""
         ...
@@ -174,6 +170,7 @@ class SafetensorsCheckpoint:
         return self._stored
 
     def write(self, name: str, dtype: torch.dtype, file: BinaryIO) -> None:
+        """Write tensor `name`'s bytes, converted to `dtype`, to `file`: a slice at a time."""
         stored = self._stored[name]
         for chunk in _read_chunks(stored):
             file.write(_as_bytes(chunk if dtype == stored.dtype else chunk.to(dtype)))
@@ -202,9 +199,6 @@ class WeightHook:
     def stored(self) -> None:
         return None
 
-    def write(self, name: str, dtype: torch.dtype, file: BinaryIO) -> None:
-        file.write(_as_bytes(self.tensor(name).to(dtype)))
-
     def tensor(self, name: str) -> torch.Tensor:
         try:
             value = self._load(name)
@@ -229,11 +223,12 @@ class BoundWeights:
     expected: dict[str, tuple[tuple[int, ...], torch.dtype]]  # the source's name -> shape, dtype
 
     def write(self, name: str, dtype: torch.dtype, file: BinaryIO) -> None:
-        """Stream the model's tensor `name` into `file` as `dtype` (a hook's tensor is checked first)."""
-        stored = self.stored_names[name]
-        if self.source.stored() is None:
-            self._check(stored, self.source.tensor(stored))
-        self.source.write(stored, dtype, file)
+        """Write the model's tensor `name` into `file` as `dtype`: from safetensors a slice at a time
+        (checked when bound), from a hook whole (checked here)."""
+        if isinstance(self.source, SafetensorsCheckpoint):
+            self.source.write(self.stored_names[name], dtype, file)
+        else:
+            file.write(_as_bytes(self.tensor(name, dtype)))
 
     def tensor(self, name: str, dtype: torch.dtype) -> torch.Tensor:
         stored = self.stored_names[name]
