@@ -253,7 +253,7 @@ class BoundWeights:
 
     def _check(self, stored: str, tensor: torch.Tensor) -> None:
         shape, dtype = self.expected[stored]
-        if tuple(tensor.shape) != shape or tensor.dtype != dtype:
+        if tuple(tensor.shape) != shape or not widens_exactly(tensor.dtype, dtype):
             raise KilnError(
                 f"{self.source.describe()}: tensor '{stored}' is {_describe(tensor.shape, tensor.dtype)}, "
                 f"the model's is {_describe(shape, dtype)}",
@@ -265,7 +265,7 @@ def bind(source: WeightSource, module: torch.nn.Module, where: Path) -> BoundWei
     """Check `module` against `source` and move every tensor the source serves to the meta device.
 
     Every meta tensor of the model must be in the source, and every stored tensor must be one of the
-    model's, with the same shape and dtype; a real tensor the source does not hold (a buffer the
+    model's, with the same shape and dtype (or one it widens exactly); a real tensor the source does not hold (a buffer the
     model computes) stays as it is.
     """
     aliases: dict[int, list[str]] = {}
@@ -315,7 +315,7 @@ def _check_stored(stored: StoredTensor, name: str, tensor: torch.Tensor) -> None
             f"{stored.file}: tensor '{name}' has shape {list(stored.shape)}, the model's is {list(tensor.shape)}",
             stage=STAGE,
         )
-    if tensor.dtype != stored.dtype:
+    if not widens_exactly(stored.dtype, tensor.dtype):
         raise KilnError(
             f"{stored.file}: tensor '{name}' is {_describe(stored.shape, stored.dtype)}, "
             f"the model's is {_describe(tensor.shape, tensor.dtype)}",
@@ -323,6 +323,16 @@ def _check_stored(stored: StoredTensor, name: str, tensor: torch.Tensor) -> None
             hint="build the model in the checkpoint's dtype (get_model() may call .to(dtype)); "
             "--dtype bf16 then converts the weights as they are written",
         )
+
+
+def widens_exactly(stored: torch.dtype, model: torch.dtype) -> bool:
+    """Whether a stored tensor may serve a model tensor of dtype `model`: the same dtype, or a float
+    that `model` holds exactly (bf16 or f16 into f32, any of them into f64). Anything lossy is an
+    error, unless --dtype asked for it (the model is then converted after it was checked)."""
+    if stored == model:
+        return True
+    wider = {torch.float32: (torch.bfloat16, torch.float16), torch.float64: (torch.bfloat16, torch.float16, torch.float32)}
+    return stored in wider.get(model, ())
 
 
 def _move_to_meta(module: torch.nn.Module, names: dict[str, str]) -> None:

@@ -217,7 +217,7 @@ def test_timing_reports_each_stages_peak_memory_and_iree_compiles(linear_checkpo
         (lambda t: t.pop("bias"), r"model.py: the model's tensor 'bias' \(float32\[32\]\) is not in the checkpoint .*linear.safetensors"),
         (lambda t: t.update(scale=torch.ones(1)), r"linear.safetensors: tensor 'scale' is not a parameter or buffer of the model"),
         (lambda t: t.update(weight=torch.ones(64, 32)), r"linear.safetensors: tensor 'weight' has shape \[64, 32\], the model's is \[32, 64\]"),
-        (lambda t: t.update(bias=torch.ones(32, dtype=torch.float16)), r"linear.safetensors: tensor 'bias' is float16\[32\], the model's is float32\[32\]"),
+        (lambda t: t.update(bias=torch.ones(32, dtype=torch.float64)), r"linear.safetensors: tensor 'bias' is float64\[32\], the model's is float32\[32\]"),
     ],
     ids=["missing", "extra", "shape", "dtype"],
 )
@@ -228,6 +228,16 @@ def test_checkpoint_mismatch_is_one_clear_error(linear_checkpoint, edit, message
     with pytest.raises(KilnError, match=message) as error:
         load_model_file(path)
     assert error.value.stage == "load"
+
+
+def test_a_bf16_checkpoint_serves_an_f32_model_exactly(linear_checkpoint, tmp_path):
+    path, tensors, file = linear_checkpoint
+    stored = {name: tensor.bfloat16() for name, tensor in tensors.items()}
+    safetensors_torch.save_file(stored, file)
+    result = compile_file(ModelSource(path), CompileOptions(), tmp_path / "wide.vmfb")
+    x = torch.randn(4, 64)
+    expected = x @ stored["weight"].float().T + stored["bias"].float()
+    torch.testing.assert_close(kiln.load(result.path)(x), expected)
 
 
 def test_missing_checkpoint_names_the_path(linear_checkpoint):
