@@ -51,10 +51,17 @@ DTYPES = ("f32", "bf16")
 CHECKPOINT_DTYPES = {"7b": "bf16"}
 
 
-def compile_all(out: Path, sizes: tuple[str, ...], dtypes: tuple[str, ...], target: str, gpu_arch: str | None, keep: bool) -> None:
+def compile_all(
+    out: Path, sizes: tuple[str, ...], dtypes: tuple[str, ...], target: str, gpu_arch: str | None, keep: bool, in_memory: bool
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
     for size in sizes:
+        if in_memory:  # the model built with its weights, as before checkpoints: what the table is against
+            for dtype in dtypes:
+                rows.append(measure_in_child(size, dtype, out, target, gpu_arch, in_memory=True))
+                print(table_row(rows[-1]), flush=True)
+            continue
         checkpoint = LLAMA / "checkpoints" / size
         wrote = not checkpoint.is_dir()
         if wrote:
@@ -68,11 +75,12 @@ def compile_all(out: Path, sizes: tuple[str, ...], dtypes: tuple[str, ...], targ
     print("\n".join(table([entry.labels for entry in _bundle(out).entries])))
 
 
-def measure_in_child(size: str, dtype: str, out: Path, target: str, gpu_arch: str | None) -> dict[str, Any]:
+def measure_in_child(size: str, dtype: str, out: Path, target: str, gpu_arch: str | None, in_memory: bool = False) -> dict[str, Any]:
     """One compile in a fresh process: what `measure` prints, plus the process tree's largest peak."""
-    stem = out / f"llama_{size}_{dtype}"
+    stem = out / (f"llama_{size}_{dtype}" + ("_in_memory" if in_memory else ""))
     command = [sys.executable, __file__, "measure", size, dtype, str(stem), "--target", target]
     command += ["--gpu-arch", gpu_arch] if gpu_arch else []
+    command += ["--in-memory"] if in_memory else []
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     output = process.stdout.read() if process.stdout else ""
     _, status, usage = os.wait4(process.pid, 0)
@@ -85,16 +93,22 @@ def measure_in_child(size: str, dtype: str, out: Path, target: str, gpu_arch: st
     row["irpa_bytes"] = irpa.stat().st_size
     irpa.unlink()  # the weights again: `run` rebuilds them
     shutil.rmtree(stem.with_suffix(".stages"), ignore_errors=True)
+    stem.with_suffix(".py").unlink(missing_ok=True)  # an --in-memory compile's model file
     return row
 
 
-def measure_one(size: str, dtype: str, stem: Path, target: str, gpu_arch: str | None) -> None:
+def measure_one(size: str, dtype: str, stem: Path, target: str, gpu_arch: str | None, in_memory: bool) -> None:
     """Compile one model in this process and print one JSON line: what `compile` records."""
     from kiln.compiler.driver import compile_file
     from kiln.compiler.model_file import ModelSource
     from kiln.compiler.options import CompileOptions
 
-    source = ModelSource(LLAMA / f"llama_{size}.py", precision="bf16" if dtype == "bf16" else None)
+    model_file = LLAMA / f"llama_{size}.py"
+    if in_memory:  # the same model file without `weights`: get_model() builds the weights (random)
+        model_file = stem.with_suffix(".py")
+        text = (LLAMA / f"llama_{size}.py").read_text()
+        model_file.write_text(f"import sys\nsys.path.insert(0, {str(LLAMA)!r})\n" + text.replace("\nweights = ", "\n_unused = "))
+    source = ModelSource(model_file, precision="bf16" if dtype == "bf16" else None)
     options = CompileOptions(target=target, gpu_arch=gpu_arch, params="external", dump_dir=stem.with_suffix(".stages"))
     start = time.perf_counter()
     result = compile_file(source, options, stem.with_suffix(".vmfb"))
@@ -104,6 +118,7 @@ def measure_one(size: str, dtype: str, stem: Path, target: str, gpu_arch: str | 
     row = {
         "size": size,
         "dtype": dtype,
+        "in_memory": in_memory,
         "parameters": sum(p.numel() for p in parameters),
         "weight_bytes": sum(p.numel() * p.element_size() for p in parameters),  # in the compiled dtype
         "compile_s": round(seconds, 1),
@@ -132,7 +147,7 @@ def write_bundle(out: Path, rows: list[dict[str, Any]], target: str, gpu_arch: s
 
     old = {entry.name: entry for entry in _bundle(out).entries} if (out / "bundle.json").is_file() else {}
     for row in rows:
-        name = f"llama_{row['size']}_{row['dtype']}"
+        name = f"llama_{row['size']}_{row['dtype']}" + ("_in_memory" if row.get("in_memory") else "")
         recipe = ModelRecipe(f"examples/llama/llama_{row['size']}.py")
         old[name] = Entry(name, f"{name}.vmfb", row["compile_s"], model=recipe, parameters=f"{name}.irpa", labels=row)
     machine, versions = environment("cpu")
@@ -168,14 +183,16 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
         "| model | parameters | dtype | weights | compile | peak: kiln | peak: iree-compile | peak: both | .vmfb | .irpa |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    order = [(size, dtype) for size in SIZES for dtype in DTYPES]
-    return header + [table_row(row) for row in sorted(rows, key=lambda r: order.index((r["size"], r["dtype"])))]
+    order = [(size, dtype, in_memory) for size in SIZES for dtype in DTYPES for in_memory in (False, True)]
+    return header + [
+        table_row(row) for row in sorted(rows, key=lambda r: order.index((r["size"], r["dtype"], r.get("in_memory", False))))
+    ]
 
 
 def table_row(row: dict[str, Any]) -> str:
     kiln, iree, both = peaks(row)
     return (
-        f"| llama_{row['size']} | {row['parameters'] / 1e9:.2f}B | {row['dtype']} | {row['weight_bytes'] / 2**30:.2f} GiB "
+        f"| llama_{row['size']}{' (weights in memory)' if row.get('in_memory') else ''} | {row['parameters'] / 1e9:.2f}B | {row['dtype']} | {row['weight_bytes'] / 2**30:.2f} GiB "
         f"| {row['compile_s']:.0f} s | {kiln} MiB | {iree} MiB | {both} MiB "
         f"| {row['vmfb_bytes'] / 2**20:.2f} MiB | {row['irpa_bytes'] / 2**30:.2f} GiB |"
     )
@@ -210,6 +227,8 @@ def run_all(out: Path, timing: TimingChoice) -> str:
     ]
     torch_device = torch_device_for(bundle.driver, timing.device)
     for entry in bundle.entries:
+        if entry.labels.get("in_memory"):
+            continue  # the comparison of compiles: its artifact is the checkpoint's
         size, dtype = entry.labels["size"], entry.labels["dtype"]
         checkpoint = out / "checkpoints" / size
         if not checkpoint.is_dir():
@@ -269,9 +288,12 @@ def main() -> None:
 @click.option("--target", type=click.Choice(TARGET_NAMES), default="llvm-cpu", show_default=True)
 @click.option("--gpu-arch", help="GPU targets: the architecture, e.g. sm_80.")
 @click.option("--keep", is_flag=True, help="Keep the checkpoints this command writes.")
-def compile_command(out: Path, sizes: tuple[str, ...], dtypes: tuple[str, ...], target: str, gpu_arch: str | None, keep: bool) -> None:
+@click.option("--in-memory", is_flag=True, help="Instead, compile the models built with their (random) weights, without a checkpoint.")
+def compile_command(
+    out: Path, sizes: tuple[str, ...], dtypes: tuple[str, ...], target: str, gpu_arch: str | None, keep: bool, in_memory: bool
+) -> None:
     """Compile each size and dtype, one process each; record time, memory and sizes."""
-    compile_all(out, sizes or SIZES, dtypes or DTYPES, target, gpu_arch, keep)
+    compile_all(out, sizes or SIZES, dtypes or DTYPES, target, gpu_arch, keep, in_memory)
 
 
 @main.command("measure")
@@ -280,9 +302,10 @@ def compile_command(out: Path, sizes: tuple[str, ...], dtypes: tuple[str, ...], 
 @click.argument("stem", type=click.Path(path_type=Path))
 @click.option("--target", default="llvm-cpu")
 @click.option("--gpu-arch")
-def measure_command(size: str, dtype: str, stem: Path, target: str, gpu_arch: str | None) -> None:
+@click.option("--in-memory", is_flag=True)
+def measure_command(size: str, dtype: str, stem: Path, target: str, gpu_arch: str | None, in_memory: bool) -> None:
     """Compile one model in this process and print its record (what `compile` runs)."""
-    measure_one(size, dtype, stem, target, gpu_arch)
+    measure_one(size, dtype, stem, target, gpu_arch, in_memory)
 
 
 @main.command("table")
