@@ -65,6 +65,7 @@ def _atomically(path: Path) -> Iterator[Path]:
     descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(descriptor)
     temporary = Path(name)
+    temporary.chmod(0o644)  # as a plain file write would make it, not mkstemp's private 0600
     try:
         yield temporary
         os.replace(temporary, path)
