@@ -211,7 +211,7 @@ def stage_table(row: dict[str, Any]) -> list[str]:
     return lines
 
 
-def run_all(out: Path, timing: TimingChoice) -> str:
+def run_all(out: Path, sizes: tuple[str, ...], timing: TimingChoice) -> str:
     """On the device's machine: rebuild each artifact's weights, check it against eager, time kiln, eager, Inductor."""
     import torch
     from safetensors.torch import load_file
@@ -232,8 +232,8 @@ def run_all(out: Path, timing: TimingChoice) -> str:
     ]
     torch_device = torch_device_for(bundle.driver, timing.device)
     for entry in bundle.entries:
-        if entry.labels.get("in_memory"):
-            continue  # the comparison of compiles: its artifact is the checkpoint's
+        if entry.labels.get("in_memory") or (sizes and entry.labels["size"] not in sizes):
+            continue  # in memory: a comparison of compiles (its artifact is the checkpoint's one)
         size, dtype = entry.labels["size"], entry.labels["dtype"]
         checkpoint = out / "checkpoints" / size
         if not checkpoint.is_dir():
@@ -325,10 +325,11 @@ def table_command(out: Path) -> None:
 
 @main.command("run")
 @click.argument("out", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("--size", "sizes", multiple=True, type=click.Choice(SIZES), help="Only these sizes (repeatable) [default: all].")
 @timing_options(warmup=3, iterations=20, time_s=10.0, inductor=True)
-def run_command(out: Path, timing: TimingChoice) -> None:
+def run_command(out: Path, sizes: tuple[str, ...], timing: TimingChoice) -> None:
     """Check and time the compiled models against eager PyTorch and Inductor on the artifacts' device."""
-    click.echo(run_all(out, timing))
+    click.echo(run_all(out, sizes, timing))
 
 
 if __name__ == "__main__":
