@@ -50,18 +50,19 @@ def passes_command(pipeline_name: str) -> None:
 
 
 def timing_table(stages: Any) -> str:
-    """Seconds and peak memory per stage, and seconds per pass within a pass stage (the StageReports of
-    a compile). "peak" is kiln's own resident memory at its highest during the stage; "iree-compile"
-    is the child process's, in the stage that runs it."""
+    """Seconds, CPU seconds and peak memory per stage, and seconds per pass within a pass stage (the
+    StageReports of a compile). "cpu" counts kiln and iree-compile; "peak" is kiln's own resident
+    memory at its highest during the stage, "iree-compile" the child process's, in the stage that runs it."""
     width = max([len(stage.name) + 2 for stage in stages] + [len(name) + 4 for stage in stages for name in stage.pass_times])
-    lines = [f"  {'stage':<{width - 2}}  {'time':>9}  {'peak':>9}  {'iree-compile':>12}"]
+    lines = [f"  {'stage':<{width - 2}}  {'time':>9}  {'cpu':>9}  {'peak':>9}  {'iree-compile':>12}"]
     for stage in stages:
-        memory = stage.memory
-        peak = _mib(memory.process) if memory is not None else ""
-        child = _mib(memory.children) if memory is not None and memory.children else ""
-        lines.append(f"  {stage.name:<{width - 2}}  {stage.seconds:8.3f}s  {peak:>9}  {child:>12}")
+        usage = stage.usage
+        cpu = f"{usage.cpu_seconds:8.3f}s" if usage is not None else ""
+        peak = _mib(usage.peak) if usage is not None else ""
+        child = _mib(usage.child_peak) if usage is not None and usage.child_peak else ""
+        lines.append(f"  {stage.name:<{width - 2}}  {stage.seconds:8.3f}s  {cpu:>9}  {peak:>9}  {child:>12}")
         lines += [f"    {name:<{width - 4}}  {seconds:8.3f}s" for name, seconds in stage.pass_times.items()]
-    return "\n".join(["time and peak resident memory per stage (and time per pass):", *lines])
+    return "\n".join(["time, CPU time and peak resident memory per stage (and time per pass):", *lines])
 
 
 def _mib(nbytes: int | None) -> str:

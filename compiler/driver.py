@@ -15,11 +15,11 @@ from pathlib import Path
 
 from kiln.errors import KilnError
 
-from .memory import peak_memory
 from .model_file import ModelSource
 from .options import CompileOptions
 from .pipeline import Compilation, StageReport, run_pipeline
 from .targets import resolve
+from .usage import measured
 from .verify import OutputCheck, verify
 
 Say = Callable[[str], None]
@@ -99,6 +99,6 @@ def compile_file(
 def _step(name: str, steps: list[StageReport]) -> Iterator[None]:
     """Time and measure a step after the pipeline, as the pipeline does its stages."""
     start = time.perf_counter()
-    with peak_memory() as memory:
+    with measured() as usage:
         yield
-    steps.append(StageReport(name, time.perf_counter() - start, None, {}, memory))
+    steps.append(StageReport(name, time.perf_counter() - start, None, {}, usage))

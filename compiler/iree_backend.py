@@ -17,7 +17,7 @@ from iree.compiler.tools.binaries import find_tool
 
 from kiln.errors import KilnError
 
-from .memory import run_child
+from .usage import run_child
 
 STAGE = "vmfb"
 

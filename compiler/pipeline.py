@@ -27,11 +27,11 @@ from .artifact import Compiled, versions
 from .capture import Exported, capture
 from .importer import import_program
 from .iree_backend import iree_compile
-from .memory import PeakMemory, peak_memory
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .signature import Signature, signature_of
 from .targets import ResolvedTarget, resolve
+from .usage import Usage, measured
 from .weights import Parameters, external_parameters
 
 
@@ -84,7 +84,7 @@ class StageReport:
     seconds: float
     dump: Path | None
     pass_times: dict[str, float]
-    memory: PeakMemory | None = None  # peak resident memory of kiln and of iree-compile during the stage
+    usage: Usage | None = None  # CPU time, and peak memory of kiln and of iree-compile, during the stage
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ def run_pipeline(
         progress(f"[{index + 1}/{len(stages)}] {stage.name} ...")
         start = time.perf_counter()
         try:
-            with peak_memory() as memory:
+            with measured() as usage:
                 value = stage.run(value, context)
         except KilnError as error:
             error.stage = error.stage or stage.name
@@ -178,7 +178,7 @@ def run_pipeline(
         if dump is not None:
             dump.write_text(str(value))
         input_dump = dump
-        reports.append(StageReport(stage.name, seconds, dump, context.pass_times, memory))
+        reports.append(StageReport(stage.name, seconds, dump, context.pass_times, usage))
         progress(f"[{index + 1}/{len(stages)}] {stage.name} done in {seconds:.2f}s")
         if stage.name == options.stop_after:
             return Compilation(None, tuple(reports), resolved, spec)

@@ -1,5 +1,7 @@
-"""Peak memory of a stage: this process's resident high-water mark, and its child processes' peaks.
+"""What a stage used: the CPU time of this process and its children, and their peak memory.
 
+CPU time is what the stage cost however busy the machine was (wall time on a shared machine is not):
+this process's user and system time, all threads, plus that of the children it reaped meanwhile.
 Linux keeps each process's peak resident set (VmHWM in /proc/<pid>/status) and resets it when "5"
 is written to /proc/self/clear_refs, so a stage's peak is read without sampling. iree-compile runs
 as a child process, whose VmHWM `run_child` reads every CHILD_POLL_S until it exits: the mark only
@@ -11,6 +13,7 @@ Linux), the peaks are None and 0.
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -23,29 +26,38 @@ CHILD_POLL_S = 0.02
 
 
 @dataclass
-class PeakMemory:
-    """Bytes: this process's peak resident memory while the stage ran, and its largest child's peak."""
+class Usage:
+    """What a block used: CPU seconds (this process and the children it reaped), this process's peak
+    resident memory in bytes (None where it cannot be read), and the largest child's peak."""
 
-    process: int | None = None
-    children: int = 0
+    cpu_seconds: float = 0.0
+    peak: int | None = None
+    child_peak: int = 0
 
 
-_active: list[PeakMemory] = []  # the measurement in progress, if any (one at a time: each resets the mark)
+_active: list[Usage] = []  # the measurement in progress, if any (one at a time: each resets the mark)
 
 
 @contextmanager
-def peak_memory() -> Iterator[PeakMemory]:
-    """Measure the block: on exit, the returned PeakMemory holds its peaks. Not nested."""
+def measured() -> Iterator[Usage]:
+    """Measure the block: on exit, the returned Usage holds what it used. Not nested."""
     if _active:
-        raise RuntimeError("peak_memory() measurements cannot nest: each resets the process's high-water mark")
-    peak = PeakMemory()
+        raise RuntimeError("measured() cannot nest: each measurement resets the process's high-water mark")
+    usage = Usage()
     resettable = _reset_high_water_mark()
-    _active.append(peak)
+    start = _cpu_seconds()
+    _active.append(usage)
     try:
-        yield peak
+        yield usage
     finally:
         _active.clear()
-        peak.process = _high_water_mark(Path("/proc/self/status")) if resettable else None
+        usage.cpu_seconds = _cpu_seconds() - start
+        usage.peak = _high_water_mark(Path("/proc/self/status")) if resettable else None
+
+
+def _cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def run_child(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
@@ -65,8 +77,8 @@ def run_child(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
         out.seek(0)
         err.seek(0)
         result = subprocess.CompletedProcess(list(command), process.returncode, out.read(), err.read())
-    for measurement in _active:
-        measurement.children = max(measurement.children, peak)
+    for usage in _active:
+        usage.child_peak = max(usage.child_peak, peak)
     return result
 
 
