@@ -26,7 +26,7 @@ from kiln.runtime.manifest import FunctionSpec, Manifest, function_spec
 from .artifact import Compiled, versions
 from .capture import Exported, capture
 from .importer import import_program
-from .iree_backend import iree_compile
+from .iree_backend import iree_compile_with_workarounds
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .signature import Signature, signature_of
@@ -173,6 +173,8 @@ def run_pipeline(
         except KilnError as error:
             error.stage = error.stage or stage.name
             raise
+        except Exception as error:  # a kiln bug or a library's: still one KilnError, with the stage
+            raise _internal_error(error, stage.name, input_dump) from error
         seconds = time.perf_counter() - start
         dump = stem.with_name(stem.name + stage.suffix) if stem is not None and stage.suffix else None
         if dump is not None:
@@ -183,6 +185,17 @@ def run_pipeline(
         if stage.name == options.stop_after:
             return Compilation(None, tuple(reports), resolved, spec)
     return Compilation(value, tuple(reports), resolved, spec)
+
+
+def _internal_error(error: Exception, stage: str, input_dump: Path | None) -> KilnError:
+    text = str(error).strip()
+    first = text.splitlines()[0] if text else "(no message)"
+    return KilnError(
+        f"internal error: {type(error).__name__}: {_shorten(first)}",
+        stage=stage,
+        file=input_dump,
+        hint="a kiln bug, not the model's: --debug shows the traceback; the file above is the stage's input",
+    )
 
 
 def _unknown_stage(
@@ -327,13 +340,13 @@ def _shorten(text: str, limit: int = 240) -> str:
 def _backend(program: Program, context: StageContext) -> Compiled:
     resolved = context.resolved
     text = program.module.operation.get_asm(enable_debug_info=True)
-    vmfb = iree_compile(text, list(resolved.iree_flags), context.dump_stem, context.input_dump)
+    vmfb, flags = iree_compile_with_workarounds(text, list(resolved.iree_flags), context.dump_stem, context.input_dump)
     manifest = Manifest(
         functions=program.functions,
         target=resolved.target.name,
         driver=resolved.target.driver,
         target_details=resolved.details,
-        iree_flags=resolved.iree_flags,
+        iree_flags=type(resolved.iree_flags)(flags),
         versions=versions(),
         source=_source_of(context),
         precision=program.precision,
