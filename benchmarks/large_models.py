@@ -259,10 +259,11 @@ def run_all(out: Path, sizes: tuple[str, ...], timing: TimingChoice) -> str:
         tokens = inputs[0].numel()
         rate = {side: tokens / (t.median_ms / 1e3) for side, t in timings.items()}
         inductor = f"{timings['inductor'].median_ms:.1f} ms" if "inductor" in timings else (error or "-")
+        inductor_rate = f"{rate['inductor']:.0f}" if "inductor" in rate else "-"
         lines.append(
             f"| llama_{size} ({entry.labels['parameters'] / 1e9:.2f}B) | {dtype} | {tokens} "
             f"| {timings['kiln'].median_ms:.1f} ms | {timings['eager'].median_ms:.1f} ms | {inductor} "
-            f"| {rate['kiln']:.0f} | {rate['eager']:.0f} | {rate.get('inductor', 0):.0f} "
+            f"| {rate['kiln']:.0f} | {rate['eager']:.0f} | {inductor_rate} "
             f"| {numerics.rel_l2_error:.1e} {'ok' if numerics.ok else 'MISMATCH'} |"
         )
         print(lines[-1], flush=True)
