@@ -62,6 +62,7 @@ def bench_command(
     import torch
 
     from kiln.compiler import run_pipeline
+    from kiln.compiler.model_file import with_weights
     from kiln.measure.bench import bench
     from kiln.measure.overhead import call_overhead
     from kiln.measure.results import CaseResult, Report, case_table, overhead_line
@@ -89,7 +90,8 @@ def bench_command(
         module = load(compiled.save(Path(folder) / "model.vmfb"), device)  # as a user would load it
         fresh_inductor_cache(str(Path(folder) / "inductor"))
         clock = cpu_clock()
-        numerics, timings, error = bench(module, spec.module, spec.example_inputs, settings, device, compile_s)
+        eager = with_weights(spec).module  # a model compiled from a checkpoint runs eagerly with its weights loaded
+        numerics, timings, error = bench(module, eager, spec.example_inputs, settings, device, compile_s)
         overhead = call_overhead(load(_one_add(options).save(Path(folder) / "one_add.vmfb"), device), device)
         busy = others_share(clock, cpu_clock())
     floats = [x for x in spec.example_inputs if x.is_floating_point()] or list(spec.example_inputs)

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     help="Also dump the module after pass NAME, as NN-<stage>.after-NAME.mlir (repeatable).",
 )
 @click.option("--print-after-all", is_flag=True, help="Dump the module after every pass.")
-@click.option("--timing", is_flag=True, help="Print the time each stage and each pass took.")
+@click.option("--timing", is_flag=True, help="Print the time and peak memory of each stage, and the time of each pass.")
 @click.option(
     "--tuned",
     is_flag=True,
@@ -150,7 +150,7 @@ def compile_command(
     verification = Verification(rtol, atol) if verify else None
     result = compile_file(source, options, output, verification, report, say)
     if timing:
-        click.echo(timing_table(result.compilation.stages))
+        click.echo(timing_table(result.reports))
     if result.path is None:
         report(f"stopped after {stop_after}; dumps in {options.dump_dir}/")
         return

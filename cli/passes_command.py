@@ -50,10 +50,20 @@ def passes_command(pipeline_name: str) -> None:
 
 
 def timing_table(stages: Any) -> str:
-    """Seconds per stage, and per pass within a pass stage (the StageReports of a compile)."""
+    """Seconds, CPU seconds and peak memory per stage, and seconds per pass within a pass stage (the
+    StageReports of a compile). "cpu" counts kiln and iree-compile; "peak" is kiln's own resident
+    memory at its highest during the stage, "iree-compile" the child process's, in the stage that runs it."""
     width = max([len(stage.name) + 2 for stage in stages] + [len(name) + 4 for stage in stages for name in stage.pass_times])
-    lines = ["time per stage and pass:"]
+    lines = [f"  {'stage':<{width - 2}}  {'time':>9}  {'cpu':>9}  {'peak':>9}  {'iree-compile':>12}"]
     for stage in stages:
-        lines.append(f"  {stage.name:<{width - 2}}  {stage.seconds:8.3f}s")
+        usage = stage.usage
+        cpu = f"{usage.cpu_seconds:8.3f}s" if usage is not None else ""
+        peak = _mib(usage.peak) if usage is not None else ""
+        child = _mib(usage.child_peak) if usage is not None and usage.child_peak else ""
+        lines.append(f"  {stage.name:<{width - 2}}  {stage.seconds:8.3f}s  {cpu:>9}  {peak:>9}  {child:>12}")
         lines += [f"    {name:<{width - 4}}  {seconds:8.3f}s" for name, seconds in stage.pass_times.items()]
-    return "\n".join(lines)
+    return "\n".join(["time, CPU time and peak resident memory per stage (and time per pass):", *lines])
+
+
+def _mib(nbytes: int | None) -> str:
+    return "-" if nbytes is None else f"{nbytes / 2**20:.0f} MiB"

@@ -1,7 +1,8 @@
 """A compiled artifact in memory: the `.vmfb` bytes and their manifest.
 
 `save` writes both atomically (temporary files, then rename), so a failure can never leave a
-half-written artifact or a `.vmfb` without its manifest.
+half-written artifact or a `.vmfb` without its manifest. External weights are written to the
+`.irpa` one at a time (from a checkpoint, in slices), never all in memory at once.
 """
 
 from __future__ import annotations
@@ -13,8 +14,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-from iree.runtime import save_archive_file
 
 from kiln.runtime.manifest import Manifest, manifest_path, package_versions, parameters_path
 from kiln.runtime.module import LoadedModule
@@ -37,7 +36,7 @@ class Compiled:
         path.parent.mkdir(parents=True, exist_ok=True)
         if self.parameters is not None:
             with _atomically(parameters_path(path)) as temporary:
-                save_archive_file(self.parameters.arrays(), temporary)
+                self.parameters.save(temporary)
         with _atomically(manifest_path(path)) as temporary:
             temporary.write_text(self.manifest.to_json())
         with _atomically(path) as temporary:
@@ -66,6 +65,7 @@ def _atomically(path: Path) -> Iterator[Path]:
     descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(descriptor)
     temporary = Path(name)
+    temporary.chmod(0o644)  # as a plain file write would make it, not mkstemp's private 0600
     try:
         yield temporary
         os.replace(temporary, path)

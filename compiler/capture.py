@@ -21,6 +21,7 @@ from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from kiln.errors import KilnError
 
+from .checkpoint import fake_weights
 from .model_file import EntryPoint, ModelSpec
 
 STAGE = "exported"
@@ -56,7 +57,7 @@ def capture(spec: ModelSpec) -> Exported:
 
 def _export(entry: EntryPoint, source: Path | None) -> ExportedProgram:
     try:
-        with torch.no_grad(), _quiet_torch_logs(), _forward_is(entry.module, entry.method):
+        with torch.no_grad(), _quiet_torch_logs(), _forward_is(entry.module, entry.method), fake_weights(entry.module):
             try:
                 return torch.export.export(entry.module, entry.example_inputs, dynamic_shapes=entry.dynamic_shapes)
             except GuardOnDataDependentSymNode:

@@ -7,7 +7,9 @@ lives here, once, for `kiln compile`, `kiln bench`, `kiln tune` and the benchmar
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +17,9 @@ from kiln.errors import KilnError
 
 from .model_file import ModelSource
 from .options import CompileOptions
-from .pipeline import Compilation, run_pipeline
+from .pipeline import Compilation, StageReport, run_pipeline
+from .targets import resolve
+from .usage import measured
 from .verify import OutputCheck, verify
 
 Say = Callable[[str], None]
@@ -38,6 +42,13 @@ class CompileResult:
     compilation: Compilation
     checks: tuple[OutputCheck, ...]  # empty without verification
     path: Path | None  # the saved .vmfb; None after --stop-after
+    load: StageReport | None = None  # loading the model file (building the model), before the pipeline
+    steps: tuple[StageReport, ...] = ()  # after the pipeline: "verify" (if asked) and "save" (the .irpa's writing)
+
+    @property
+    def reports(self) -> tuple[StageReport, ...]:
+        """Time and peak memory of every stage and step, in order (what --timing prints)."""
+        return (*([self.load] if self.load is not None else []), *self.compilation.stages, *self.steps)
 
 
 def compile_file(
@@ -53,15 +64,24 @@ def compile_file(
     `progress` gets the stage lines; `say` the lines a user must see even when quiet: the note on the
     architecture compiled for, and each output's verification. A failed verification writes nothing.
     """
-    compilation = run_pipeline(source, options, progress, say)
+    resolve(options)  # a bad option fails before the model file is loaded (run_pipeline resolves them again)
+    loading: list[StageReport] = []
+    spec = None
+    if source is not None:
+        with _step("load", loading):
+            spec = source.load()
+    compilation = run_pipeline(spec, options, progress, say)
+    load = loading[0] if loading else None
     compiled = compilation.compiled
     if compiled is None:
-        return CompileResult(compilation, (), None)
+        return CompileResult(compilation, (), None, load)
     checks: tuple[OutputCheck, ...] = ()
+    steps: list[StageReport] = []
     if verification is not None:
         if compilation.spec is None:
             raise KilnError("--verify needs the model file, to run eager PyTorch", stage="verify")
-        checks = verify(compiled, compilation.spec, verification.rtol, verification.atol)
+        with _step("verify", steps):
+            checks = verify(compiled, compilation.spec, verification.rtol, verification.atol)
         for check in checks:
             say(f"verify {check.name}: {check.comparison.describe()}  {'ok' if check.ok else 'MISMATCH'}")
         if not all(check.ok for check in checks):
@@ -70,4 +90,15 @@ def compile_file(
                 stage="verify",
                 hint="loosen with --rtol/--atol if the difference is expected",
             )
-    return CompileResult(compilation, checks, compiled.save(output))
+    with _step("save", steps):
+        path = compiled.save(output)
+    return CompileResult(compilation, checks, path, load, tuple(steps))
+
+
+@contextmanager
+def _step(name: str, steps: list[StageReport]) -> Iterator[None]:
+    """Time and measure a step after the pipeline, as the pipeline does its stages."""
+    start = time.perf_counter()
+    with measured() as usage:
+        yield
+    steps.append(StageReport(name, time.perf_counter() - start, None, {}, usage))

@@ -17,6 +17,8 @@ from iree.compiler.tools.binaries import find_tool
 
 from kiln.errors import KilnError
 
+from .usage import run_child
+
 STAGE = "vmfb"
 
 # Keep IREE's per-phase dumps readable: weights are elided there (they are in our own dumps).
@@ -35,7 +37,7 @@ def iree_compile(mlir_text: str, flags: list[str], phase_dump: Path | None, repr
         command = [tool, str(source), *flags, "-o", str(output)]
         if phase_dump is not None:
             command += [f"--dump-compilation-phases-to={phases}", *_DUMP_PRINT_FLAGS]
-        result = subprocess.run(command, capture_output=True, text=True)
+        result = run_child(command)  # records iree-compile's peak memory for the stage report
         if phase_dump is not None and phases.is_dir():
             _save_phases(phases, phase_dump)
         if result.returncode != 0:

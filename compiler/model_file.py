@@ -4,15 +4,22 @@ Convention: `model` and `example_inputs` (a tuple of tensors), or `get_model()` 
 `get_example_inputs()`; `dynamic_shapes` is optional and passed to `torch.export`. Other names are
 picked with `--model NAME` / `--inputs NAME`. Everything that can go wrong here is the user's file,
 so each failure names the file and what was expected.
+
+Weights from a checkpoint: a file that also defines `weights` (safetensors files: a glob or a list of
+paths, relative to the file) or `load_weights(name) -> tensor` has `get_model()` called with its
+parameters on the meta device, and the weights stay in the checkpoint until the `.irpa` is written
+(checkpoint.py): a model of any size compiles in the memory its graph needs.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.util
 import inspect
 import sys
 import traceback
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +27,16 @@ from typing import Any
 import torch
 
 from kiln.errors import KilnError
+
+from .checkpoint import (
+    BoundWeights,
+    SafetensorsCheckpoint,
+    WeightHook,
+    WeightSource,
+    bind,
+    meta_parameters,
+    weightless_names,
+)
 
 STAGE = "load"
 STAGE_OPTIONS = "options"
@@ -53,6 +70,7 @@ class ModelSpec:
     source: Path | None
     source_sha256: str | None
     precision: str | None = None  # "bf16"/"f16" when kiln converted an f32 model (see precision.py)
+    weights: BoundWeights | None = None  # where the meta tensors' weights are, for a model built without them
 
     @property
     def module(self) -> torch.nn.Module:
@@ -112,13 +130,72 @@ def load_model_file(
     if not path.is_file():
         raise KilnError(f"model file not found: {path}", stage=STAGE)
     namespace = _execute(path)
+    source = _weight_source(namespace, path)
     if "entry_points" in namespace and model_name is None and inputs_name is None:
         entries = _entries_from(namespace["entry_points"], path)
     else:
-        module = _module_from(namespace, path, model_name)
+        with meta_parameters() if source is not None else nullcontext():
+            module = _module_from(namespace, path, model_name)
         inputs = _inputs_from(namespace, path, inputs_name)
         entries = (EntryPoint("main", module.eval(), inputs, dynamic_shapes=namespace.get("dynamic_shapes")),)
-    return ModelSpec(entries=entries, source=path, source_sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+    weights = bind(source, _one_module(entries, path), path) if source is not None else None
+    if source is None:
+        _check_weights_present(entries, str(path))
+    sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    return ModelSpec(entries=entries, source=path, source_sha256=sha256, weights=weights)
+
+
+def with_weights(spec: ModelSpec) -> ModelSpec:
+    """`spec` with its checkpoint's weights loaded into a copy of its module, to run it in eager PyTorch."""
+    if spec.weights is None:
+        return spec
+    module = copy.deepcopy(spec.module)  # a meta module: no weights to copy
+    spec.weights.materialize(module)
+    return replace(spec, entries=tuple(replace(entry, module=module) for entry in spec.entries))
+
+
+def _weight_source(namespace: dict[str, Any], path: Path) -> WeightSource | None:
+    """The file's `weights` (safetensors files) or `load_weights` hook, if it names one."""
+    if "weights" in namespace and "load_weights" in namespace:
+        raise KilnError(f"{path} defines both `weights` and `load_weights`; keep one", stage=STAGE)
+    if "load_weights" in namespace:
+        if not callable(namespace["load_weights"]):
+            raise KilnError(f"{path}: `load_weights` must be a function name -> tensor", stage=STAGE)
+        return WeightHook(namespace["load_weights"], path)
+    if "weights" in namespace:
+        pattern = namespace["weights"]
+        if not (isinstance(pattern, str | Path) or (isinstance(pattern, list | tuple) and all(isinstance(p, str | Path) for p in pattern))):
+            raise KilnError(
+                f"{path}: `weights` must be a path or glob of safetensors files (or a list of them), "
+                f"got {type(pattern).__name__}",
+                stage=STAGE,
+            )
+        return SafetensorsCheckpoint.from_pattern(pattern, path.parent, path)
+    return None
+
+
+def _check_weights_present(entries: tuple[EntryPoint, ...], where: str) -> None:
+    for entry in entries:
+        missing = weightless_names(entry.module)
+        if missing:
+            raise KilnError(
+                f"{where}: the model's tensor '{missing[0]}' has no data (it is on the meta device)"
+                + (f", nor have {len(missing) - 1} more" if len(missing) > 1 else "")
+                + ", and no checkpoint is named",
+                stage=STAGE,
+                hint="name the weights: `weights = \"dir/*.safetensors\"` or `def load_weights(name)` in the model file",
+            )
+
+
+def _one_module(entries: tuple[EntryPoint, ...], path: Path) -> torch.nn.Module:
+    """The module a checkpoint is bound to: one, whose state_dict names are the checkpoint's."""
+    modules = {id(entry.module): entry.module for entry in entries}
+    if len(modules) > 1:
+        raise KilnError(
+            f"{path}: weights from a checkpoint need every entry point to be a method of one module",
+            stage=STAGE,
+        )
+    return entries[0].module
 
 
 def spec_from_module(module: torch.nn.Module, example_inputs: Any, dynamic_shapes: Any = None) -> ModelSpec:
@@ -126,6 +203,7 @@ def spec_from_module(module: torch.nn.Module, example_inputs: Any, dynamic_shape
     if not isinstance(module, torch.nn.Module):
         raise KilnError(f"expected a torch.nn.Module, got {type(module).__name__}", stage=STAGE)
     inputs = _check_inputs(example_inputs, "example_inputs", "the call")
+    _check_weights_present((EntryPoint("main", module, inputs),), "kiln.compile")
     return ModelSpec(
         entries=(EntryPoint("main", module.eval(), inputs, dynamic_shapes=dynamic_shapes),), source=None, source_sha256=None
     )

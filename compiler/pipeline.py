@@ -33,6 +33,7 @@ from .options import CompileOptions
 from .out_variants import add_out_variants
 from .signature import Plan, Signature, plan_convention, shared_state
 from .targets import ResolvedTarget, resolve
+from .usage import Usage, measured
 from .weights import Parameters, external_parameters
 
 
@@ -85,6 +86,7 @@ class StageReport:
     seconds: float
     dump: Path | None
     pass_times: dict[str, float]
+    usage: Usage | None = None  # CPU time, and peak memory of kiln and of iree-compile, during the stage
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,8 @@ def run_pipeline(
         progress(f"[{index + 1}/{len(stages)}] {stage.name} ...")
         start = time.perf_counter()
         try:
-            value = stage.run(value, context)
+            with measured() as usage:
+                value = stage.run(value, context)
         except KilnError as error:
             error.stage = error.stage or stage.name
             raise
@@ -180,7 +183,7 @@ def run_pipeline(
         if dump is not None:
             dump.write_text(str(value))
         input_dump = dump
-        reports.append(StageReport(stage.name, seconds, dump, context.pass_times))
+        reports.append(StageReport(stage.name, seconds, dump, context.pass_times, usage))
         progress(f"[{index + 1}/{len(stages)}] {stage.name} done in {seconds:.2f}s")
         if stage.name == options.stop_after:
             return Compilation(None, tuple(reports), resolved, spec)
@@ -271,16 +274,21 @@ def _capture(spec: ModelSpec, context: StageContext) -> Exported:
 def _import(exported: Exported, context: StageContext) -> Program:
     assert context.spec is not None
     plans: dict[str, Plan] = {}
-    state = shared_state(exported.programs)  # state one function mutates is read by every function from the artifact
+    programs = exported.programs
+    state = shared_state(programs)  # state one function mutates is read by every function from the artifact
+    checkpoint = context.spec.weights  # weights kept in a checkpoint are external unless --params inline
+    resolved = context.resolved
     module, parameters = import_program(
-        exported.programs,
-        context.resolved.external_weights(context.spec.weight_bytes),
-        keep_fused=context.resolved.handoff == "torch",
-        prepare=lambda name, program: plans.setdefault(name, plan_convention(program, state, exported.programs[name])),
+        programs,
+        resolved.external_weights(context.spec.weight_bytes) or (checkpoint is not None and resolved.params != "inline"),
+        keep_fused=resolved.handoff == "torch",
+        prepare=lambda name, program: plans.setdefault(name, plan_convention(program, state, programs[name])),
     )
+    if parameters is not None and checkpoint is not None:
+        parameters = replace(parameters, source=checkpoint)
     for name, plan in plans.items():
         apply_plan(module, name, plan)
-    carried = context.resolved.target.carried_dtypes
+    carried = resolved.target.carried_dtypes
     functions = tuple(_function_spec(name, plan.signature, carried) for name, plan in plans.items())
     convention = {"functions": [asdict(function) for function in functions], "precision": context.spec.precision}
     with module.context:

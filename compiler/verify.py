@@ -19,7 +19,7 @@ from kiln.runtime.manifest import FunctionSpec
 from kiln.runtime.numerics import EXACT, Comparison, compare, tolerance_for
 
 from .artifact import Compiled
-from .model_file import ModelSpec
+from .model_file import ModelSpec, with_weights
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ def verify(
     compiled: Compiled, spec: ModelSpec, rtol: float | None = None, atol: float | None = None
 ) -> tuple[OutputCheck, ...]:
     loaded = compiled.load()
+    spec = with_weights(spec)  # a model built without its weights gets them from its checkpoint here
     checks = []
     for entry in spec.entries:
         function = loaded.functions[entry.name]

@@ -6,12 +6,19 @@ as `ml_program.global @"<fqn>"(#stream.parameter.named<"model"::"<fqn>">)` and l
 `ml_program.global_load_const`: torch-mlir's linalg contract allows ml_program, and IREE turns
 the global into a parameter read from an `.irpa` archive at load time. The archive holds the
 weights under their PyTorch names, so it can be inspected or replaced without recompiling.
+
+A model built without its weights (parameters on the meta device, weights in a checkpoint) goes
+the same way: the hook needs only a weight's name, shape and dtype, so every meta tensor becomes a
+parameter global, whatever its size, and its bytes are first read when the archive is written.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import torch
@@ -20,8 +27,12 @@ from torch_mlir import ir
 from torch_mlir.extras.fx_importer import FxImporterHooks, GraphNodeImporter
 from torch_mlir.passmanager import PassManager
 
+from kiln.errors import KilnError
 from kiln.runtime.manifest import PARAMETER_SCOPE
 from kiln.runtime.tensors import to_host_array
+
+from .checkpoint import BoundWeights, is_weightless
+from .parameter_archive import ArchiveEntry, write_parameter_archive
 
 MIN_EXTERNAL_BYTES = 1024  # smaller tensors stay inline, where IREE can fold them
 
@@ -43,17 +54,45 @@ _ELEMENT_BYTES = {name: torch.tensor([], dtype=dtype).element_size() for dtype, 
 
 @dataclass(frozen=True)
 class Parameters:
-    """Weights lifted out of the IR: PyTorch name -> tensor, served to the artifact under PARAMETER_SCOPE."""
+    """Weights lifted out of the IR: PyTorch name -> tensor, served to the artifact under PARAMETER_SCOPE.
+
+    A meta tensor stands for a weight that `source` holds (a checkpoint), in the tensor's dtype.
+    """
 
     tensors: dict[str, torch.Tensor]
+    source: BoundWeights | None = None
 
     @property
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.tensors.values())
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """Each weight's bytes as a host array (bf16 as its int16 bits: the archive holds raw bytes)."""
-        return {name: to_host_array(tensor) for name, tensor in self.tensors.items()}
+        """Each weight's bytes as a host array (bf16 as its int16 bits: the archive holds raw bytes).
+        All of them in memory at once: `save` writes an archive without that."""
+        return {name: to_host_array(self._tensor(name, tensor)) for name, tensor in self.tensors.items()}
+
+    def save(self, path: Path) -> None:
+        """Write the `.irpa` archive one weight at a time: from memory, or streamed from the checkpoint."""
+        write_parameter_archive(
+            path,
+            [ArchiveEntry(name, t.numel() * t.element_size(), self._writer(name, t)) for name, t in self.tensors.items()],
+        )
+
+    def _tensor(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
+        if tensor.device.type != "meta":
+            return tensor
+        assert self.source is not None, f"weight '{name}' is on the meta device and no checkpoint holds it"
+        return self.source.tensor(name, tensor.dtype)
+
+    def _writer(self, name: str, tensor: torch.Tensor) -> Callable[[BinaryIO], None]:
+        def write(file: BinaryIO) -> None:
+            if tensor.device.type == "meta":
+                assert self.source is not None, f"weight '{name}' is on the meta device and no checkpoint holds it"
+                self.source.write(name, tensor.dtype, file)
+            else:
+                file.write(memoryview(to_host_array(tensor)))
+
+        return write
 
 
 def external_parameters(module: ir.Module) -> tuple[int, int]:
@@ -91,9 +130,11 @@ class WeightHooks(FxImporterHooks):
     def resolve_literal(self, gni: GraphNodeImporter, literal: object, info: object) -> ir.Value | None:
         if not isinstance(literal, torch.Tensor) or id(literal) not in self._names:
             return None
-        if literal.numel() * literal.element_size() < MIN_EXTERNAL_BYTES or literal.dtype not in _ELEMENT_TYPES:
-            return None
         name = self._names[id(literal)]
+        if is_weightless(literal):
+            self._check_weightless(name, literal)  # its bytes are in a checkpoint: it can only be a parameter
+        elif literal.numel() * literal.element_size() < MIN_EXTERNAL_BYTES or literal.dtype not in _ELEMENT_TYPES:
+            return None
         context = self._module.context
         tensor_type = ir.RankedTensorType.get(list(literal.shape), ir.Type.parse(_ELEMENT_TYPES[literal.dtype], context))
         vtensor_type = gni._cc.tensor_to_vtensor_type(literal)
@@ -110,7 +151,7 @@ class WeightHooks(FxImporterHooks):
             return literal_op.result
         if name not in self.lifted:
             self._declare_global(name, tensor_type)
-            self.lifted[name] = literal.detach()
+            self.lifted[name] = literal.detach() if not is_weightless(literal) else _meta_like(literal)
         load = ir.Operation.create(
             "ml_program.global_load_const",
             results=[tensor_type],
@@ -120,6 +161,15 @@ class WeightHooks(FxImporterHooks):
         return ir.Operation.create(
             "torch_c.from_builtin_tensor", results=[vtensor_type], operands=[load.result], loc=location
         ).result
+
+    def _check_weightless(self, name: str, tensor: torch.Tensor) -> None:
+        if not self._external:
+            raise KilnError(
+                f"weight '{name}' comes from a checkpoint and cannot be inlined in the .vmfb", stage="aten",
+                hint="weights from a checkpoint stay in the .irpa: use --params external (or auto)",
+            )
+        if tensor.dtype not in _ELEMENT_TYPES:
+            raise KilnError(f"weight '{name}' is {tensor.dtype}, which a parameter archive cannot hold here", stage="aten")
 
     def _declare_global(self, name: str, tensor_type: ir.RankedTensorType) -> None:
         context = self._module.context
@@ -134,6 +184,11 @@ class WeightHooks(FxImporterHooks):
                     "value": parameter,
                 },
             )
+
+
+def _meta_like(tensor: torch.Tensor) -> torch.Tensor:
+    """A meta tensor of `tensor`'s shape and dtype: what Parameters keeps of a weight a checkpoint holds."""
+    return torch.empty(tensor.shape, dtype=tensor.dtype, device="meta")
 
 
 def load_torch_conversion_dialect(context: ir.Context) -> None:

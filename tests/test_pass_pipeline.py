@@ -182,7 +182,7 @@ def test_print_after_and_timing(tmp_path):
     assert not any(".after-expand-pow-square" in name for name in dumps)
     timings = re.findall(r"^ {4}([\w-]+)\s+(\d+\.\d+)s$", result.output, re.MULTILINE)
     assert [name for name, _ in timings] == [p for g in DEFAULT_PIPELINE[:2] for p in dict.fromkeys(g.passes)]
-    assert re.search(r"^  simplified\s+\d+\.\d+s$", result.output, re.MULTILINE)
+    assert re.search(r"^  simplified\s+\d+\.\d+s\s+\d+\.\d+s\s+\d+ MiB\s*$", result.output, re.MULTILINE)  # time, CPU, memory
 
 
 def test_print_after_all_writes_one_dump_per_pass(tmp_path):
