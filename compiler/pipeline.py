@@ -25,13 +25,16 @@ from kiln.runtime.manifest import FunctionSpec, Manifest, function_spec
 
 from .artifact import Compiled, versions
 from .capture import Exported, capture
+from .cpu_kernels.plan import plan as plan_cpu_kernels
 from .importer import import_program
 from .iree_backend import iree_compile
+from .levers import compile_with_levers
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .signature import Signature, signature_of
 from .targets import ResolvedTarget, resolve
 from .weights import Parameters, external_parameters
+from .work import function_work
 
 
 @dataclass
@@ -68,6 +71,7 @@ class StageContext:
     dump_stem: Path | None  # <dump_dir>/<index>-<name>, or None when not dumping
     input_dump: Path | None  # the previous stage's dump: the reproducer if this stage fails
     pass_times: dict[str, float] = field(default_factory=dict)
+    say: Callable[[str], None] = lambda line: None  # a line the user sees even when quiet (notes)
 
 
 @dataclass(frozen=True)
@@ -162,7 +166,7 @@ def run_pipeline(
     input_dump: Path | None = options.start_from
     for index, stage in enumerate(stages[first:], start=first):
         stem = options.dump_dir / f"{index:02d}-{stage.name}" if options.dump_dir is not None else None
-        context = StageContext(spec, options, resolved, stem, input_dump)
+        context = StageContext(spec, options, resolved, stem, input_dump, say=say)
         progress(f"[{index + 1}/{len(stages)}] {stage.name} ...")
         start = time.perf_counter()
         try:
@@ -318,21 +322,50 @@ def _shorten(text: str, limit: int = 240) -> str:
 
 
 def _backend(program: Program, context: StageContext) -> Compiled:
+    """iree-compile the hand-off, with the target's levers (levers.py) where the module has ops for them,
+    kiln's CPU kernel among them; the manifest records what the artifact was compiled with."""
     resolved = context.resolved
     text = program.module.operation.get_asm(enable_debug_info=True)
-    vmfb = iree_compile(text, list(resolved.iree_flags), context.dump_stem, context.input_dump)
+    works = function_work(program.module, tuple(function.name for function in program.functions))
+    functions = tuple(replace(function, work=works.get(function.name)) for function in program.functions)
+    kernels = plan_cpu_kernels(text, resolved.cpu_kernels, resolved.cpu_attention == "bf16")
+    if kernels.note is not None:
+        context.say(kernels.note)
+    if context.dump_stem is not None:
+        kernels.write(context.dump_stem)
+    levers = tuple(lever for lever in resolved.levers if lever.applies_to(text))
+    levers += (kernels.lever,) if kernels.lever is not None else ()
+    kernels_input = context.dump_stem.with_name(f"{context.dump_stem.name}.iree-input.mlir") if context.dump_stem else None
+
+    def compile_one(source: str, lever_flags: tuple[str, ...]) -> bytes:
+        reproducer = context.input_dump if source is text else kernels_input
+        return iree_compile(source, list(resolved.flags_with(lever_flags)), context.dump_stem, reproducer)
+
+    outcome = compile_with_levers(text, levers, compile_one)
+    for note in outcome.notes:
+        context.say(note)
+    used = outcome.used(levers)
+    kernels_used = kernels.lever is not None and any(lever is kernels.lever for lever, _ in used)
     manifest = Manifest(
-        functions=program.functions,
+        functions=functions,
         target=resolved.target.name,
-        driver=resolved.target.driver,
-        target_details=resolved.details,
-        iree_flags=resolved.iree_flags,
+        driver=_driver(resolved),
+        target_details={**resolved.details, "levers": ", ".join(lever.name for lever, _ in used) or "none"},
+        iree_flags=resolved.flags_with(tuple(flag for lever, choice in used for flag in lever.choices[choice])),
         versions=versions(),
         source=_source_of(context),
         precision=program.precision,
         parameters=_parameter_summary(program),
+        kernels=kernels.substitution.records() if kernels_used and kernels.substitution is not None else (),
+        cpu_features=kernels.isa.features if kernels_used and kernels.isa is not None else (),
     )
-    return Compiled(vmfb, manifest, program.parameters)
+    return Compiled(outcome.vmfb, manifest, program.parameters)
+
+
+def _driver(resolved: ResolvedTarget) -> str:
+    """The runtime driver the manifest names: the target's, or on the CPU the one asked for (--cpu-driver)."""
+    choice = resolved.details.get("cpu_driver", "auto")
+    return resolved.target.driver if choice == "auto" else choice
 
 
 def _source_of(context: StageContext) -> dict[str, str]:

@@ -37,6 +37,9 @@ class FunctionSpec:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
     symbols: dict[str, list[int | None]] = field(default_factory=dict)  # dynamic size -> [min, max or null]
+    # Roughly how many element operations a call does (compiler/work.py), for choosing a CPU driver;
+    # None where a size is dynamic or the compiler did not say.
+    work: int | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,12 @@ class Manifest:
     source: dict[str, str] = field(default_factory=dict)  # {"path": ..., "sha256": ...}
     precision: str | None = None  # "bf16"/"f16" when compiled from an f32 model with --dtype
     parameters: dict[str, int] | None = None  # external weights {"count", "bytes"}, in <stem>.irpa
+    # One entry per contraction a kiln kernel could compute: which code computes it ("kiln": kernel,
+    # tiles, grid; or "iree") and why. Empty where kiln has no kernels for the target or model.
+    kernels: tuple[dict[str, Any], ...] = ()
+    # CPU features (LLVM's names) the artifact's code needs beyond its target's baseline: kiln's CPU
+    # kernels' (amx-bf16, avx512bf16). The runtime checks them, and asks Linux for AMX state, at load.
+    cpu_features: tuple[str, ...] = ()
     format_version: int = FORMAT_VERSION
 
     @property
@@ -79,6 +88,8 @@ class Manifest:
         data: dict[str, Any] = json.loads(text)
         data["functions"] = tuple(function_spec(f) for f in data["functions"])
         data["iree_flags"] = tuple(data["iree_flags"])
+        data["kernels"] = tuple(data.get("kernels", ()))
+        data["cpu_features"] = tuple(data.get("cpu_features", ()))
         return Manifest(**data)
 
 
@@ -100,6 +111,7 @@ def function_spec(data: dict[str, Any]) -> FunctionSpec:
         inputs=tuple(_tensor_spec(t) for t in data["inputs"]),
         outputs=tuple(_tensor_spec(t) for t in data["outputs"]),
         symbols=data.get("symbols", {}),
+        work=data.get("work"),
     )
 
 

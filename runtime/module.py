@@ -15,7 +15,7 @@ import torch
 
 from kiln.errors import KilnError
 
-from .devices import iree_reason, open_device
+from .devices import cpu_driver, iree_reason, open_device
 from .manifest import PARAMETER_SCOPE, FunctionSpec, Manifest, TensorSpec, manifest_path, parameters_path
 from .tensors import dtype_name, to_device, to_host_array, to_torch
 
@@ -41,7 +41,8 @@ class LoadedModule:
         parameters: Path | dict[str, np.ndarray] | None = None,
     ) -> None:
         self.manifest = manifest
-        self.device = open_device(device, manifest.driver)
+        driver = cpu_driver(manifest.driver, tuple(function.work for function in manifest.functions))
+        self.device = open_device(device, driver, manifest.cpu_features)
         instance = rt.VmInstance()
         modules = [_parameters_module(instance, parameters)] if parameters is not None else []
         try:
