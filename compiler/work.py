@@ -68,7 +68,17 @@ def _function(function: ir.Operation, of, functions: dict[str, ir.Operation]) ->
     return total
 
 
+# Ops that compute nothing: results, allocations, constants, weights, reshapes (views).
+_FREE = (
+    "func.return", "tensor.empty", "arith.constant", "torch.vtensor.literal", "ml_program.global_load",
+    "util.global.load", "tensor.expand_shape", "tensor.collapse_shape", "torch.aten.view", "torch.aten.reshape",
+    "torch.aten.unsqueeze", "torch.aten.squeeze", "torch.aten.squeeze.dim", "torch.aten.flatten.using_ints",
+)  # fmt: skip
+
+
 def _op_work(op: ir.Operation) -> int:
+    if op.name in _FREE:
+        return 0
     shapes = [_shape(value.type) for value in (*op.operands, *op.results)]
     shapes = [shape for shape in shapes if shape is not None]
     if not shapes:

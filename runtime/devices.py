@@ -17,6 +17,8 @@ import iree.runtime as rt
 
 from kiln.errors import KilnError
 
+from .manifest import Manifest
+
 # User-facing device kind -> IREE driver. The CPU artifacts use the multithreaded task driver, or the
 # single-threaded sync one where a call does little work (cpu_driver).
 DRIVERS: dict[str, str] = {"cpu": "local-task", "cuda": "cuda", "vulkan": "vulkan", "rocm": "hip"}
@@ -106,14 +108,16 @@ def _reserve_worker_stacks() -> None:
 SYNC_WORK_LIMIT = 1 << 17
 
 
-def cpu_driver(artifact_driver: str, works: tuple[int | None, ...]) -> str:
-    """The IREE driver for a CPU artifact: the one it was compiled to name (`kiln tune`, --cpu-driver), or,
-    for "local-task" (the default), local-sync where every function's estimated work is under SYNC_WORK_LIMIT."""
-    if artifact_driver != DRIVERS["cpu"]:
-        return artifact_driver
+def cpu_driver(manifest: Manifest) -> str:
+    """The IREE driver an artifact runs on: its manifest's; for a CPU artifact compiled with the driver
+    left to kiln (--cpu-driver auto), local-sync where every function's estimated work is under
+    SYNC_WORK_LIMIT."""
+    if manifest.driver != DRIVERS["cpu"] or manifest.target_details.get("cpu_driver", "auto") != "auto":
+        return manifest.driver
+    works = [function.work for function in manifest.functions]
     if works and all(work is not None and work < SYNC_WORK_LIMIT for work in works):
         return "local-sync"
-    return artifact_driver
+    return manifest.driver
 
 
 # /proc/cpuinfo's names for the LLVM feature names manifests record (kiln's CPU kernels need these).

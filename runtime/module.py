@@ -41,8 +41,7 @@ class LoadedModule:
         parameters: Path | dict[str, np.ndarray] | None = None,
     ) -> None:
         self.manifest = manifest
-        driver = cpu_driver(manifest.driver, tuple(function.work for function in manifest.functions))
-        self.device = open_device(device, driver, manifest.cpu_features)
+        self.device = open_device(device, cpu_driver(manifest), manifest.cpu_features)
         instance = rt.VmInstance()
         modules = [_parameters_module(instance, parameters)] if parameters is not None else []
         try:

@@ -90,15 +90,17 @@ class Substitution:
         return "\n".join(lines) + "\n"
 
 
-def substitute(text: str, isa: KernelIsa, attention: bool = False) -> Substitution:
-    """`text` (kiln's linalg hand-off) with the bf16 contractions that match routed to the kernel."""
+def substitute(text: str, isa: KernelIsa, attention: bool = False, locations: bool = True) -> Substitution:
+    """`text` (kiln's linalg hand-off) with the bf16 contractions that match routed to the kernel;
+    printed with source locations (the model's lines, for IREE's messages) unless `locations` is off."""
     with ir.Context():
         module = ir.Module.parse(text)
         rewriter = _Rewriter(module, isa, attention)
         rewriter.run()
         if rewriter.taken:
             module.operation.verify()
-            text = module.operation.get_asm(enable_debug_info=True)
+        if rewriter.taken or not locations:
+            text = module.operation.get_asm(enable_debug_info=locations)
         return Substitution(text, tuple(rewriter.decisions))
 
 
@@ -211,9 +213,11 @@ class _Rewriter:
             return ir.WalkResult.ADVANCE
 
         self.module.operation.walk(visit)
+        # A module with bf16 contractions is a bf16 model: its f32 contractions (attention's, on f32
+        # values kiln computed from bf16 ones) are listed too. An f32 model has nothing to list.
+        if not any(_involves_bf16(op) for op in ops):
+            return
         for op in ops:
-            if not _involves_bf16(op):
-                continue
             name, label = op.name, _label(op)  # read before the op is replaced
             if name in OTHERS:
                 self.decisions.append(Decision(name, label, "iree", OTHERS[name]))
