@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 BUILD := build
 
-.PHONY: install demo test test-fast lint clean
+.PHONY: install demo test test-fast lint clean models
 
 install: $(VENV)/.installed
 
@@ -26,6 +26,22 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q tests
+
+# The whole model-family suite (kiln families): rewrites conformance/families.json and FAMILIES.md.
+# In a virtualenv of its own: timm needs torchvision, and PyPI's torchvision (a CUDA build) breaks
+# `import transformers` beside torch's CPU wheel in any process that has not imported it the way
+# kiln.conformance.families does; .venv stays without it.
+MODELS_VENV := .venv-models
+
+models: $(MODELS_VENV)/.installed
+	HF_HUB_OFFLINE=1 $(MODELS_VENV)/bin/kiln families -j 2
+
+$(MODELS_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(MODELS_VENV)
+	$(MODELS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(MODELS_VENV)/bin/python -m pip install --quiet torch==2.13.0
+	$(MODELS_VENV)/bin/python -m pip install --quiet -e '.[test,families]'
+	touch $@
 
 lint: install
 	$(BIN)/ruff check kiln compiler passes runtime measure tune conformance cli examples tests benchmarks

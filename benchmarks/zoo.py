@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -30,7 +29,7 @@ from kiln.measure.timing import environment, torch_device_for
 
 ROOT = Path(__file__).resolve().parent.parent
 ZOO = ROOT / "examples" / "zoo"
-MODELS = ("gpt2", "bert", "resnet50", "vit")
+MODELS = ("gpt2", "bert", "resnet50", "vit", "mixtral", "whisper")
 
 
 def compile_zoo(target: str, gpu_arch: str | None, out: Path, names: tuple[str, ...]) -> None:
@@ -72,11 +71,12 @@ def run_zoo(out: Path, timing: TimingChoice) -> str:
     from kiln.measure.bench import bench
 
     bundle = Bundle.read(out)
+    inductor = timing.settings.inductor
     rows = [
-        "| model | parameters | compile | .vmfb | .irpa | kiln | eager | rel. L2 error vs eager |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | parameters | compile | .vmfb | .irpa | kiln | eager | rel. L2 error vs eager |" + (" Inductor |" if inductor else ""),
+        "|---|---|---|---|---|---|---|---|" + ("---|" if inductor else ""),
     ]
-    settings = replace(timing.settings, inductor=False)
+    settings = timing.settings
     torch_device = torch_device_for(bundle.driver, timing.device)
     for entry in bundle.entries:
         model, inputs = rebuild(entry, ROOT)
@@ -89,6 +89,7 @@ def run_zoo(out: Path, timing: TimingChoice) -> str:
             f"| {entry.name} | {count:.1f}M | {entry.compile_s:.0f} s | {labels['vmfb_mib']:.2f} MiB "
             f"| {labels['irpa_mib']:.0f} MiB | {timings['kiln'].median_ms:.2f} ms | {timings['eager'].median_ms:.2f} ms "
             f"| {numerics.rel_l2_error:.1e} {'ok' if numerics.ok else 'MISMATCH'} |"
+            + (f" {timings['inductor'].median_ms:.2f} ms |" if "inductor" in timings else " failed |" if inductor else "")
         )
         print(rows[-1], flush=True)
     machine, versions = environment(torch_device)
@@ -114,7 +115,7 @@ def compile_command(target: str, gpu_arch: str | None, names: tuple[str, ...], o
 
 @main.command("run")
 @click.argument("out", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@timing_options(warmup=3, iterations=20, time_s=10.0, inductor=False)
+@timing_options(warmup=3, iterations=20, time_s=10.0)
 def run_command(out: Path, timing: TimingChoice) -> None:
     """Check and time the compiled zoo models against eager PyTorch on the artifacts' device."""
     torch.manual_seed(0)

@@ -17,6 +17,7 @@ from kiln.errors import KilnError
 
 from .bench_command import bench_command
 from .compile_command import compile_command
+from .families_command import families_command
 from .ops_command import ops_command
 from .opt_command import opt_command
 from .passes_command import passes_command
@@ -67,6 +68,7 @@ kiln.add_command(opt_command)
 kiln.add_command(bench_command)
 kiln.add_command(tune_command)
 kiln.add_command(ops_command)
+kiln.add_command(families_command)
 
 
 def main() -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import torch
 from torch.export import ExportedProgram
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode
 
 from kiln.errors import KilnError
 
@@ -54,18 +57,44 @@ def capture(spec: ModelSpec) -> Exported:
 def _export(entry: EntryPoint, source: Path | None) -> ExportedProgram:
     try:
         with torch.no_grad(), _quiet_torch_logs(), _forward_is(entry.module, entry.method):
-            return torch.export.export(entry.module, entry.example_inputs, dynamic_shapes=entry.dynamic_shapes)
+            try:
+                return torch.export.export(entry.module, entry.example_inputs, dynamic_shapes=entry.dynamic_shapes)
+            except GuardOnDataDependentSymNode:
+                # A guard on a value known only at run time; where it is an assertion rather than a
+                # branch, export can defer it to a runtime assert instead of failing.
+                return torch.export.export(
+                    entry.module,
+                    entry.example_inputs,
+                    dynamic_shapes=entry.dynamic_shapes,
+                    prefer_deferred_runtime_asserts_over_guards=True,
+                )
     except Exception as exc:
         message = str(exc).strip()
         first_line = message.splitlines()[0] if message else type(exc).__name__
         hint = next((fix for marker, fix in _KNOWN_FAILURES if marker in message), None)
         where = f"{source}: " if source else ""
         which = f"entry point '{entry.name}': " if entry.name != "main" else ""
+        line = _model_line(exc)
         raise KilnError(
-            f"{where}{which}torch.export failed: {type(exc).__name__}: {first_line}",
+            f"{where}{which}torch.export failed{line}: {type(exc).__name__}: {first_line}",
             stage=STAGE,
             hint=hint or "see https://pytorch.org/docs/stable/export.html; --debug shows the full trace",
         ) from exc
+
+
+def _model_line(exc: BaseException) -> str:
+    """ " at file:line (`code`)": the innermost frame of the failure outside torch, i.e. the model's
+    line that export could not trace (a branch on a tensor's value, say); "" if there is none."""
+    frames = [frame for frame in traceback.extract_tb(exc.__traceback__) if not _is_torch(frame.filename)]
+    if not frames or frames[-1].filename == __file__:
+        return ""
+    frame = frames[-1]
+    code = f" (`{frame.line.strip()}`)" if frame.line else ""
+    return f" at {frame.filename}:{frame.lineno}{code}"
+
+
+def _is_torch(filename: str) -> bool:
+    return f"{os.sep}torch{os.sep}" in filename or f"{os.sep}kiln{os.sep}" in filename
 
 
 @contextmanager

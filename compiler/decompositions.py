@@ -136,6 +136,191 @@ def _embedding_bag(
     return totals, bag_of, counts.to(torch.int64), torch.zeros(bags, dtype=torch.int64, device=weight.device)
 
 
+def _histc(x: torch.Tensor, bins: int = 100, min: float = 0, max: float = 0) -> torch.Tensor:
+    """The count of values in each of `bins` equal bins over [min, max], as a one-hot sum.
+
+    As PyTorch's CPU kernel: a value's bin is trunc((x - min) * bins / (max - min)) in x's dtype, a
+    value equal to max counts in the last bin, values outside [min, max] (and NaN) in none. Exact
+    for integer-valued input such as transformers' expert ids (its MoE routing counts tokens per
+    expert with histc). min == max takes the range from the data at run time: left to the op.
+    """
+    if min == max or not x.is_floating_point():
+        return NotImplemented
+    low, high = float(min), float(max)
+    values = x.reshape(-1)
+    inside = (values >= low) & (values <= high)
+    position = ((values - low) * bins / (high - low)).to(torch.int64).clamp(0, bins - 1)
+    one_hot = (position.unsqueeze(1) == torch.arange(bins, device=x.device)) & inside.unsqueeze(1)
+    return one_hot.to(x.dtype).sum(0)
+
+
+def _grouped_mm(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    offs: torch.Tensor | None = None,
+    bias: torch.Tensor | None = None,
+    out_dtype: torch.dtype | None = None,
+) -> torch.Tensor:
+    """Rows [offs[g-1], offs[g]) of x times weight[g] (2-D x 3-D, what MoE experts compute).
+
+    One dense product of every row with every group's weight, (S, K) @ (K, G*N), then each row
+    keeps its own group's columns: G times the arithmetic of the grouped product, in one matrix
+    multiplication the backends tile well, and exact (no data-dependent shapes). Rows past the last
+    offset belong to no group and are zero, as in PyTorch's fallback.
+    """
+    if offs is None or x.dim() != 2 or weight.dim() != 3:
+        return NotImplemented
+    rows, groups, columns = x.shape[0], weight.shape[0], weight.shape[2]
+    group = (torch.arange(rows, device=x.device).unsqueeze(1) >= offs.unsqueeze(0)).sum(1)
+    valid = group < groups
+    every = torch.mm(x, weight.permute(1, 0, 2).reshape(weight.shape[1], groups * columns)).view(
+        rows, groups, columns
+    )
+    index = group.clamp(max=groups - 1).view(rows, 1, 1).expand(rows, 1, columns)
+    result = torch.gather(every, 1, index).squeeze(1)
+    if bias is not None:
+        result = result + bias[group.clamp(max=groups - 1)]
+    result = torch.where(valid.unsqueeze(1), result, torch.zeros_like(result))
+    return result.to(out_dtype) if out_dtype is not None else result
+
+
+def _topk_unsorted(
+    x: torch.Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+) -> tuple[torch.Tensor, torch.Tensor] | object:
+    """topk with sorted=False as the sorted topk (which torch-mlir lowers, to a sort): any order of
+    the k values is an unsorted result, and sorted is one (DeepSeek-V3's expert-group choice)."""
+    if sorted:
+        return NotImplemented
+    return aten.topk.default(x, k, dim, largest, True)
+
+
+def _view(x: torch.Tensor, size: list[int]) -> torch.Tensor | object:
+    """A view of a tensor whose strides no longer allow it, as a contiguous copy then the view.
+
+    torch.export records strides as traced; decompositions can change them. PyTorch's CPU flash
+    attention lays its output out as (sequence, batch, ...), so after `run_decompositions` GPT-2's
+    `attn_output.transpose(1, 2).reshape(...)` (a copy when traced) becomes a view, and the next
+    `x.view(-1, hidden)` cannot merge batch and sequence: "Cannot view a tensor with shape [2, 16,
+    64] and strides (64, 128, 1)" at batch 2, in PyTorch's own run_decompositions. The graph is
+    functional, so a copy computes the same values; a tensor whose strides allow the view (and any
+    of dynamic size) is viewed as before.
+    """
+    sizes = [*x.shape, *size, *x.stride()]
+    if not all(isinstance(value, int) for value in sizes) or _viewable(list(x.shape), list(x.stride()), size):
+        return NotImplemented
+    return aten.view.default(aten.clone.default(x, memory_format=torch.contiguous_format), size)
+
+
+def _viewable(shape: list[int], strides: list[int], size: list[int]) -> bool:
+    """Whether a tensor of `shape` and `strides` can be viewed as `size` (ATen's computeStride):
+    each run of dimensions that is contiguous within itself must map onto whole new dimensions."""
+    numel = math.prod(shape)
+    if numel == 0 or not shape:
+        return True
+    if -1 in size:
+        known = math.prod(d for d in size if d != -1)
+        size = [numel // known if d == -1 else d for d in size]
+    view_d = len(size) - 1
+    base_stride, tensor_numel, view_numel = strides[-1], 1, 1
+    for tensor_d in reversed(range(len(shape))):
+        tensor_numel *= shape[tensor_d]
+        if tensor_d == 0 or (
+            shape[tensor_d - 1] != 1 and strides[tensor_d - 1] != tensor_numel * base_stride
+        ):
+            while view_d >= 0 and (view_numel < tensor_numel or size[view_d] == 1):
+                view_numel *= size[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return False
+            if tensor_d > 0:
+                base_stride, tensor_numel, view_numel = strides[tensor_d - 1], 1, 1
+    return view_d == -1
+
+
+def _avg_pool2d_ceil(
+    x: torch.Tensor,
+    kernel_size: list[int],
+    stride: list[int] | None = None,
+    padding: list[int] | int = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> torch.Tensor | object:
+    """avg_pool2d with ceil_mode as a floor-mode pooling of an explicitly padded input.
+
+    torch-mlir lowers ceil_mode by padding the input by a whole stride more at the end of each
+    dimension, whatever the remainder: Funnel's (2, 1) pooling of a 64-wide hidden state reads a
+    65-wide input, and iree-compile rejects the pooling ("inferred ... to be 65, but found 64").
+    Here each dimension is padded to exactly what the last window reads; the sums are divided by
+    each window's count as PyTorch counts it (padding included or not, the ceil-mode overhang never).
+    """
+    if not ceil_mode or x.dim() != 4 or not all(isinstance(d, int) for d in x.shape):
+        return NotImplemented
+    kernel = _pair(kernel_size)
+    strides = _pair(stride) if stride else kernel
+    pads = _pair(padding)
+    sizes = x.shape[-2:]
+    outputs = [_pooled_size(size, k, s, p) for size, k, s, p in zip(sizes, kernel, strides, pads, strict=True)]
+    needed = [(out - 1) * s + k for out, s, k in zip(outputs, strides, kernel, strict=True)]
+    widths = [pads[1], needed[1] - sizes[1] - pads[1], pads[0], needed[0] - sizes[0] - pads[0]]
+    padded = aten.constant_pad_nd.default(x, widths, 0.0)
+    area = kernel[0] * kernel[1]
+    sums = aten.avg_pool2d.default(padded, kernel, strides, [0, 0], False, True, None) * area
+    if divisor_override:
+        return sums / divisor_override
+    masks = []
+    for size, pad, length in zip(sizes, pads, needed, strict=True):
+        index = torch.arange(length, device=x.device)
+        masks.append((index < size + 2 * pad) if count_include_pad else ((index >= pad) & (index < pad + size)))
+    counted = (masks[0].unsqueeze(1) & masks[1].unsqueeze(0)).to(x.dtype).view(1, 1, needed[0], needed[1])
+    counts = aten.avg_pool2d.default(counted, kernel, strides, [0, 0], False, True, None) * area
+    return sums / counts
+
+
+def _pair(value: list[int] | int) -> list[int]:
+    return [value, value] if isinstance(value, int) else list(value) * (2 // len(value))
+
+
+def _pooled_size(size: int, kernel: int, stride: int, pad: int) -> int:
+    """PyTorch's ceil-mode output size: the last window must start inside the input or its padding."""
+    out = -(-(size + 2 * pad - kernel) // stride) + 1
+    return out - 1 if (out - 1) * stride >= size + pad else out
+
+
+def _convolution(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    stride: list[int],
+    padding: list[int],
+    dilation: list[int],
+    transposed: bool,
+    output_padding: list[int],
+    groups: int,
+) -> torch.Tensor | object:
+    """A convolution with a single output row or column whose padded input is longer than its one
+    window: padded explicitly to exactly the window.
+
+    iree-compile rejects such a convolution (timm's SelecSLS: a 3x3, stride-2, padding-1
+    convolution of a 2x2 input, "inferred ... to be 4, but found 3"); any other output size with
+    the same overhang compiles, so only this case changes.
+    """
+    spatial = x.dim() - 2
+    if transposed or spatial < 1 or not all(isinstance(d, int) for d in (*x.shape, *weight.shape)):
+        return NotImplemented
+    extents = [x.shape[2 + i] + 2 * padding[i] for i in range(spatial)]
+    reach = [dilation[i] * (weight.shape[2 + i] - 1) + 1 for i in range(spatial)]
+    outputs = [(extent - span) // stride[i] + 1 for i, (extent, span) in enumerate(zip(extents, reach, strict=True))]
+    if not any(out == 1 and extent > span for out, extent, span in zip(outputs, extents, reach, strict=True)):
+        return NotImplemented
+    widths: list[int] = []
+    for i in reversed(range(spatial)):  # constant_pad_nd lists the last dimension first
+        needed = (outputs[i] - 1) * stride[i] + reach[i]
+        widths += [padding[i], needed - x.shape[2 + i] - padding[i]]
+    padded = aten.constant_pad_nd.default(x, widths, 0.0)
+    return aten.convolution.default(padded, weight, bias, stride, [0] * spatial, dilation, False, output_padding, groups)
+
+
 KILN_DECOMPOSITIONS: dict[torch._ops.OperatorBase, Callable[..., object]] = {
     aten.var_mean.correction: _var_mean,
     # Reductions over i1 fail to bufferize in IREE 3.13's CUDA backend; PyTorch's attention
@@ -158,4 +343,116 @@ KILN_DECOMPOSITIONS: dict[torch._ops.OperatorBase, Callable[..., object]] = {
     # torch-to-linalg computes with a whole-number scale (4 -> 6 rows reads rows 0,0,1,1,2,2, not
     # 0,0,1,2,2,3); PyTorch's own decomposition gathers at floor(dst * scale), like 1-D and 3-D.
     aten.upsample_nearest2d.vec: decomposition_table[aten.upsample_nearest2d.vec],
+    # transformers' MoE routing: tokens per expert (histc) and the experts' grouped products.
+    aten.view.default: _view,
+    # Shapes iree-compile rejects: a padded input longer than the windows read.
+    aten.avg_pool2d.default: _avg_pool2d_ceil,
+    aten.convolution.default: _convolution,
+    aten.histc.default: _histc,
+    aten.topk.default: _topk_unsorted,
+    aten._grouped_mm.default: _grouped_mm,
 }
+
+# Custom ops that model libraries register, by (namespace, name): decomposed when the library has
+# registered them (imported its module), since kiln cannot look them up before that.
+LIBRARY_DECOMPOSITIONS: dict[tuple[str, str], Callable[..., object]] = {
+    # transformers' grouped product for experts under torch.export (its integrations/moe.py): the
+    # same contract as aten._grouped_mm, rows past the last offset zero.
+    ("transformers", "grouped_mm_fallback"): _grouped_mm,
+}
+
+
+def kiln_decompositions() -> dict[torch._ops.OperatorBase, Callable[..., object]]:
+    """KILN_DECOMPOSITIONS, and LIBRARY_DECOMPOSITIONS for the custom ops registered by now."""
+    table = dict(KILN_DECOMPOSITIONS)
+    for (namespace, name), function in LIBRARY_DECOMPOSITIONS.items():
+        if _has_schema(namespace, name):
+            table[getattr(getattr(torch.ops, namespace), name).default] = function
+    return table
+
+
+def _has_schema(namespace: str, name: str) -> bool:
+    try:
+        getattr(getattr(torch.ops, namespace), name)
+    except (AttributeError, RuntimeError):
+        return False
+    return True
+
+
+def real_ffts_as_matmuls(program: torch.export.ExportedProgram) -> None:
+    """Replace `real(fftn(x))` and `imag(fftn(x))` of a real x by discrete Fourier transforms as
+    matrix products, in place, before the decompositions.
+
+    kiln has no complex tensors: an FFT's complex result cannot reach IREE, and torch-mlir imports
+    fft_fftn as an opaque op. A model that keeps only the real or imaginary part of the transform
+    (FNet mixes tokens with `fftn(x, dim=(1, 2)).real`) needs none: along each transformed
+    dimension of size n, the real and imaginary parts go through n x n cosine and sine matrices
+    (exact angles: j*k mod n before scaling). O(n^2) per dimension where an FFT is O(n log n):
+    right for the sequence and hidden sizes of such models, not for long signals. Other uses of
+    fftn stay, and fail as before with the op named.
+    """
+    graph = program.graph_module.graph
+    parts = {torch.ops.aten.real.default: 0, torch.ops.aten.imag.default: 1}
+    for node in list(graph.nodes):
+        if node.target not in parts or getattr(node.args[0], "target", None) != aten.fft_fftn.default:
+            continue
+        fft = node.args[0]
+        x = fft.args[0]
+        arguments = dict(zip(("s", "dim", "norm"), fft.args[1:], strict=False)) | dict(fft.kwargs)
+        if arguments.get("s") is not None or x.meta["val"].is_complex():
+            continue
+        with graph.inserting_before(node):
+            replacement = graph.call_function(_dft_part, (x, arguments.get("dim"), arguments.get("norm"), parts[node.target]))
+        replacement.meta = dict(node.meta)
+        node.replace_all_uses_with(replacement)
+        graph.erase_node(node)
+        if not fft.users:
+            graph.erase_node(fft)
+    program.graph_module.recompile()
+
+
+def _dft_part(x: torch.Tensor, dims: list[int] | None, norm: str | None, part: int) -> torch.Tensor:
+    """The real (part 0) or imaginary (part 1) part of fftn(x, dim=dims, norm=norm) for a real x."""
+    dims = list(range(x.dim())) if dims is None else [d % x.dim() for d in dims]
+    real, imaginary = x, None
+    for dim in dims:
+        n = x.shape[dim]
+        index = torch.arange(n, device=x.device)
+        angle = (index.unsqueeze(1) * index.unsqueeze(0) % n).to(x.dtype) * (2 * math.pi / n)
+        cos, sin = torch.cos(angle), torch.sin(angle)
+        scale = {None: 1.0, "backward": 1.0, "ortho": 1 / math.sqrt(n), "forward": 1 / n}[norm]
+        moved_real = real.movedim(dim, -1)
+        new_real, new_imaginary = moved_real @ cos, -(moved_real @ sin)
+        if imaginary is not None:
+            moved_imaginary = imaginary.movedim(dim, -1)
+            new_real = new_real + moved_imaginary @ sin
+            new_imaginary = new_imaginary + moved_imaginary @ cos
+        real, imaginary = (new_real * scale).movedim(-1, dim), (new_imaginary * scale).movedim(-1, dim)
+    return real if part == 0 else imaginary
+
+
+def attention_masks_at_full_batch(program: torch.export.ExportedProgram) -> None:
+    """Broadcast each scaled_dot_product_attention mask to the query's batch dimensions, in place.
+
+    For the torch hand-off, which keeps attention whole for IREE: IREE's torch input pipeline
+    lowers it to `tm_tensor.attention`, which requires the mask's batch dimensions to equal the
+    query's and does not broadcast ("query and mask batch dimension mismatch": TinyViT's attention
+    bias, one per head, for every window of the batch). An explicit expand is what PyTorch's
+    broadcasting means; kiln's own lowering (the linalg hand-off) broadcasts either way.
+    """
+    graph = program.graph_module.graph
+    for node in list(graph.nodes):
+        if node.target != aten.scaled_dot_product_attention.default:
+            continue
+        mask = node.args[3] if len(node.args) > 3 else node.kwargs.get("attn_mask")
+        if not isinstance(mask, torch.fx.Node):
+            continue
+        query, mask_value = node.args[0].meta["val"], mask.meta["val"]
+        full = [*query.shape[:-1], mask_value.shape[-1]]
+        if list(mask_value.shape) == full:
+            continue
+        with graph.inserting_before(node):
+            expanded = graph.call_function(aten.expand.default, (mask, full))
+        expanded.meta["val"] = mask_value.expand(full)
+        node.replace_input_with(mask, expanded)
+    program.graph_module.recompile()

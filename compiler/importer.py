@@ -7,6 +7,7 @@ externalized, lifted into named parameters (see weights.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import torch
@@ -14,11 +15,11 @@ from torch.export import ExportedProgram
 from torch_mlir import ir
 from torch_mlir.dialects import torch as torch_dialect
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
-from torch_mlir.extras.fx_importer import FxImporter
+from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 
 from kiln.errors import KilnError
 
-from .decompositions import KILN_DECOMPOSITIONS
+from .decompositions import attention_masks_at_full_batch, kiln_decompositions, real_ffts_as_matmuls
 from .weights import Parameters, WeightHooks
 
 STAGE = "aten"
@@ -33,7 +34,7 @@ FUSED_IN_IREE = (
 
 
 def decomposition_table(keep_fused: bool) -> dict[torch._ops.OperatorBase, Callable[..., object]]:
-    table = {**get_decomposition_table(), **KILN_DECOMPOSITIONS}
+    table = {**get_decomposition_table(), **kiln_decompositions()}
     return {op: fn for op, fn in table.items() if not (keep_fused and op in FUSED_IN_IREE)}
 
 
@@ -51,17 +52,102 @@ def import_program(
     hooks = WeightHooks(module, external=external_weights)
     for name, program in programs.items():
         try:
+            real_ffts_as_matmuls(program)
+            if keep_fused:
+                attention_masks_at_full_batch(program)
             decomposed = program.run_decompositions(decomposition_table(keep_fused))
             # The frozen import looks up every buffer in the state dict, but torch.export keeps
             # non-persistent buffers (e.g. BERT's position_ids) among the constants.
             for buffer in decomposed.graph_signature.non_persistent_buffers:
                 decomposed.state_dict[buffer] = decomposed.constants[buffer]
             hooks.name_weights(decomposed)
-            FxImporter(module=module, hooks=hooks).import_frozen_program(decomposed, func_name=name)
+            _weights_out_of_lists(decomposed)
+            importer = FxImporter(module=module, hooks=hooks, graph_node_importer_cls=_NodeImporter)
+            importer.import_frozen_program(decomposed, func_name=name)
+        except KilnError:
+            raise
         except NotImplementedError as exc:
             raise KilnError(
                 f"the torch-mlir importer cannot import this program: {exc}",
                 stage=STAGE,
                 hint="an op or construct in the model has no MLIR import; --debug shows where",
             ) from exc
+        except Exception as exc:  # torch's decompositions and torch-mlir's importer raise plain errors
+            raise _import_error(exc) from exc
     return module, Parameters(hooks.lifted) if external_weights else None
+
+
+def _weights_out_of_lists(program: ExportedProgram) -> None:
+    """Pass each weight that sits in a list argument through a clone.
+
+    torch-mlir's frozen import replaces every weight's placeholder by its tensor, and imports a
+    tensor as a literal only where it is an argument itself: one in a list argument (Swin's
+    `table[relative_position_index]` is `aten.index(table, [index])`, a buffer in the list) fails
+    with "Heterogeneous lists are not supported: expected vtensor, got torch.Tensor". The clone's
+    argument is the tensor itself, which imports as a literal; IREE folds the copy of a constant.
+    """
+    signature = program.graph_signature
+    weights = {
+        *signature.inputs_to_parameters,
+        *signature.inputs_to_buffers,
+        *signature.inputs_to_lifted_tensor_constants,
+    }
+    graph = program.graph_module.graph
+    for node in list(graph.nodes):
+        listed = {
+            item
+            for value in (*node.args, *node.kwargs.values())
+            if isinstance(value, (list, tuple))
+            for item in value
+            if isinstance(item, torch.fx.Node) and item.name in weights
+        }
+        if node.op != "call_function" or not listed:
+            continue
+        copies = {}
+        with graph.inserting_before(node):
+            for weight in listed:
+                copies[weight] = graph.call_function(torch.ops.aten.clone.default, (weight,))
+                copies[weight].meta = dict(weight.meta)
+        node.args = tuple(_replaced_in_lists(arg, copies) for arg in node.args)
+        node.kwargs = {key: _replaced_in_lists(value, copies) for key, value in node.kwargs.items()}
+    graph.lint()
+
+
+def _replaced_in_lists(value: object, copies: dict[torch.fx.Node, torch.fx.Node]) -> object:
+    if not isinstance(value, (list, tuple)):
+        return value
+    return type(value)(copies.get(item, item) if isinstance(item, torch.fx.Node) else item for item in value)
+
+
+class _NodeImporter(GraphNodeImporter):
+    """torch-mlir's node importer, with a failure on a node turned into a KilnError naming that node's
+    op and the model's source line (torch-mlir's own asserts say neither)."""
+
+    def _import_torch_op_overload(self, loc, node, concrete_target=None):  # type: ignore[no-untyped-def]
+        try:
+            return super()._import_torch_op_overload(loc, node, concrete_target)
+        except (AssertionError, ValueError, TypeError, KeyError, RuntimeError, NotImplementedError) as exc:
+            raise _import_error(exc, node) from exc
+
+
+def _import_error(exc: Exception, node: torch.fx.Node | None = None) -> KilnError:
+    """One KilnError for an exception from torch's decompositions or torch-mlir's importer: its first
+    line, the op it was on, and the model's line (from the node, or from torch's "While executing"
+    note: "%view_6 : ... target=torch.ops.aten.view.default ... Original traceback: File ..., line N")."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    op = str(node.target) if node is not None else _EXECUTING_OP.search(text)
+    op = op if isinstance(op, str) or op is None else op.group(1)
+    trace = node.meta.get("stack_trace", "") if node is not None else text.partition("Original traceback:")[2]
+    lines = _TRACE_LINE.findall(trace or "")
+    where = f" at {lines[-1][0]}:{lines[-1][1]}" if lines else ""
+    subject = f"op {op.removeprefix('torch.ops.')}" if op else "the program"
+    return KilnError(
+        f"{subject}{where} failed to import: {type(exc).__name__}: {first}",
+        stage=STAGE,
+        hint="a limit of torch's decompositions or of torch-mlir's importer (not of the model); --debug shows the trace",
+    )
+
+
+_EXECUTING_OP = re.compile(r"While executing %\S+ : .*?target=([\w.]+)")
+_TRACE_LINE = re.compile(r'File "([^"]+)", line (\d+)')

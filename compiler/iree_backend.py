@@ -43,6 +43,36 @@ def iree_compile(mlir_text: str, flags: list[str], phase_dump: Path | None, repr
         return output.read_bytes()
 
 
+# IREE 3.13 failures that one flag avoids: (a flag the compile has, a substring of the error, the
+# flag to retry with). Tried only after a compile failed with that error, so that models which
+# compile keep IREE's defaults (and their speed); the artifact's manifest records the flag.
+WORKAROUNDS: tuple[tuple[str, str, str], ...] = (
+    # cuda: a layer norm whose input is a transposed elementwise producer (Whisper's encoder: the
+    # convolutions' output, transposed, plus positions) fails in the reduction vector-distribution
+    # pipeline; the other reduction pipeline compiles it.
+    (
+        "--iree-hal-target-device=cuda",
+        "failed to distribute",
+        "--iree-codegen-llvmgpu-use-reduction-vector-distribution=false",
+    ),
+)
+
+
+def iree_compile_with_workarounds(
+    mlir_text: str, flags: list[str], phase_dump: Path | None, reproducer: Path | None
+) -> tuple[bytes, list[str]]:
+    """iree_compile, and once more with a WORKAROUNDS flag if the first failure is one it avoids;
+    the artifact and the flags it was compiled with."""
+    try:
+        return iree_compile(mlir_text, flags, phase_dump, reproducer), flags
+    except KilnError as error:
+        for present, marker, flag in WORKAROUNDS:
+            if present in flags and marker in error.message and flag not in flags:
+                retried = [*flags, flag]
+                return iree_compile(mlir_text, retried, phase_dump, reproducer), retried
+        raise
+
+
 def _save_phases(phases: Path, phase_dump: Path) -> None:
     for file in phases.iterdir():
         match = _PHASE_FILE.search(file.name)

@@ -27,8 +27,8 @@ from .artifact import Compiled, versions
 from .capture import Exported, capture
 from .cpu_kernels.plan import plan as plan_cpu_kernels
 from .importer import import_program
-from .iree_backend import iree_compile
-from .levers import compile_with_levers
+from .iree_backend import iree_compile_with_workarounds
+from .levers import Lever, compile_with_levers
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .signature import Signature, signature_of
@@ -174,6 +174,8 @@ def run_pipeline(
         except KilnError as error:
             error.stage = error.stage or stage.name
             raise
+        except Exception as error:  # a kiln bug or a library's: still one KilnError, with the stage
+            raise _internal_error(error, stage.name, input_dump) from error
         seconds = time.perf_counter() - start
         dump = stem.with_name(stem.name + stage.suffix) if stem is not None and stage.suffix else None
         if dump is not None:
@@ -184,6 +186,17 @@ def run_pipeline(
         if stage.name == options.stop_after:
             return Compilation(None, tuple(reports), resolved, spec)
     return Compilation(value, tuple(reports), resolved, spec)
+
+
+def _internal_error(error: Exception, stage: str, input_dump: Path | None) -> KilnError:
+    text = str(error).strip()
+    first = text.splitlines()[0] if text else "(no message)"
+    return KilnError(
+        f"internal error: {type(error).__name__}: {_shorten(first)}",
+        stage=stage,
+        file=input_dump,
+        hint="a kiln bug, not the model's: --debug shows the traceback; the file above is the stage's input",
+    )
 
 
 def _unknown_stage(
@@ -336,10 +349,15 @@ def _backend(program: Program, context: StageContext) -> Compiled:
     levers = tuple(lever for lever in resolved.levers if lever.applies_to(text))
     levers += (kernels.lever,) if kernels.lever is not None else ()
     kernels_input = context.dump_stem.with_name(f"{context.dump_stem.name}.iree-input.mlir") if context.dump_stem else None
+    flags: list[str] = []  # of the last compile that worked: the artifact's
 
     def compile_one(source: str, lever_flags: tuple[str, ...]) -> bytes:
+        nonlocal flags
         reproducer = context.input_dump if source is text else kernels_input
-        return iree_compile(source, list(resolved.flags_with(lever_flags)), context.dump_stem, reproducer)
+        vmfb, flags = iree_compile_with_workarounds(
+            source, list(resolved.flags_with(lever_flags)), context.dump_stem, reproducer
+        )
+        return vmfb
 
     outcome = compile_with_levers(text, levers, compile_one)
     for note in outcome.notes:
@@ -350,8 +368,8 @@ def _backend(program: Program, context: StageContext) -> Compiled:
         functions=functions,
         target=resolved.target.name,
         driver=_driver(resolved),
-        target_details={**resolved.details, "levers": ", ".join(lever.name for lever, _ in used) or "none"},
-        iree_flags=resolved.flags_with(tuple(flag for lever, choice in used for flag in lever.choices[choice])),
+        target_details=_details(resolved, used),
+        iree_flags=tuple(flags),
         versions=versions(),
         source=_source_of(context),
         precision=program.precision,
@@ -360,6 +378,13 @@ def _backend(program: Program, context: StageContext) -> Compiled:
         cpu_features=kernels.isa.features if kernels_used and kernels.isa is not None else (),
     )
     return Compiled(outcome.vmfb, manifest, program.parameters)
+
+
+def _details(resolved: ResolvedTarget, used: tuple[tuple[Lever, int], ...]) -> dict[str, str]:
+    """The target's details, and on a target with levers, those the artifact was compiled with."""
+    if not resolved.levers:
+        return resolved.details
+    return {**resolved.details, "levers": ", ".join(lever.name for lever, _ in used) or "none"}
 
 
 def _driver(resolved: ResolvedTarget) -> str:

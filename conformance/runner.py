@@ -124,6 +124,8 @@ class Outcome:
     status: str  # PASS, MISMATCH, FAILS, or COMPILES (a target this machine cannot run)
     stage: str | None = None  # FAILS: the stage that failed
     detail: str = ""  # MISMATCH: the largest error; FAILS: the error's first line
+    seconds: float | None = None  # the compile's time, where the suite records it (model families)
+    rel_l2: float | None = None  # the largest relative L2 error of an output, where recorded
 
     def __str__(self) -> str:
         if self.status == MISMATCH:
@@ -186,12 +188,20 @@ class Checker:
     memory grows by ~100 MB/s. A worker past its time (GROUP_SECONDS) or memory (MEMORY_LIMIT) is
     killed and replaced; a group it was compiling is redone case by case, so the failure is still
     attributed to one case, at the stage the worker had reached. Workers are spawned (not forked:
-    MLIR and IREE hold threads) and look cases up by name in CASES.
+    MLIR and IREE hold threads) and run `check` on the names they are sent: by default
+    check_named_cases, which looks cases up in CASES; the model-family suite passes its own (a
+    module-level function, which the spawned worker imports) and its own time limits.
     """
 
-    def __init__(self, target: str = "llvm-cpu", jobs: int = 1) -> None:
+    def __init__(
+        self,
+        target: str = "llvm-cpu",
+        jobs: int = 1,
+        check: NamedCheck | None = None,
+        seconds: tuple[float, float] | None = None,
+    ) -> None:
         self.target = target
-        self.workers = [_Worker() for _ in range(jobs)]
+        self.workers = [_Worker(check or check_named_cases, seconds or GROUP_SECONDS) for _ in range(jobs)]
 
     def check(
         self, groups: Sequence[Sequence[Case]], progress: Callable[[dict[str, Outcome]], None] = lambda found: None
@@ -232,20 +242,21 @@ MEMORY_LIMIT = 4 << 30  # bytes of resident memory a worker may reach
 class _Worker:
     """One child process serving check_group, and the group it is on (None when idle)."""
 
-    def __init__(self) -> None:
+    def __init__(self, check: NamedCheck, seconds: tuple[float, float]) -> None:
         self.group: tuple[Case, ...] | None = None
+        self.check, self.seconds = check, seconds
         self._spawn()
 
     def _spawn(self) -> None:
         context = multiprocessing.get_context("spawn")
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_serve, args=(child,), daemon=True)
+        self.process = context.Process(target=_serve, args=(child, self.check), daemon=True)
         self.process.start()
         child.close()
 
     def start(self, group: tuple[Case, ...], target: str) -> None:
         self.group, self.stage, self.started = group, "exported", time.monotonic()
-        self.deadline = self.started + GROUP_SECONDS[0] + GROUP_SECONDS[1] * len(group)
+        self.deadline = self.started + self.seconds[0] + self.seconds[1] * len(group)
         self.connection.send(([case.name for case in group], target))
 
     def poll(self) -> dict[str, Outcome] | None:
@@ -286,20 +297,29 @@ class _Worker:
             self.process.join()
 
 
-def _serve(connection: Connection) -> None:
-    """A worker's loop: check the named groups it is sent, reporting each stage as it starts."""
-    warnings.filterwarnings("ignore", category=FutureWarning)  # torch's, on every export
-    warnings.filterwarnings("ignore", category=UserWarning)  # PyTorch's deprecation notes on cases
+# What a worker runs: (names, target, on_stage) -> each name's outcome.
+NamedCheck = Callable[[Sequence[str], str, Callable[[str], None]], dict[str, Outcome]]
+
+
+def check_named_cases(names: Sequence[str], target: str, on_stage: Callable[[str], None]) -> dict[str, Outcome]:
+    """check_group on the conformance cases of these names."""
     from .cases import CASES  # the table imports this module
 
     by_name = {case.name: case for case in CASES}
+    return check_group([by_name[name] for name in names], target, on_stage)
+
+
+def _serve(connection: Connection, check: NamedCheck) -> None:
+    """A worker's loop: check the named groups it is sent, reporting each stage as it starts."""
+    warnings.filterwarnings("ignore", category=FutureWarning)  # torch's, on every export
+    warnings.filterwarnings("ignore", category=UserWarning)  # PyTorch's deprecation notes on cases
     while True:
         try:
             names, target = connection.recv()
         except EOFError:
             return
         report = lambda stage: connection.send(("stage", stage))  # noqa: E731
-        connection.send(("done", check_group([by_name[name] for name in names], target, report)))
+        connection.send(("done", check(names, target, report)))
 
 
 def _resident_bytes(pid: int) -> int:

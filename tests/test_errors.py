@@ -42,7 +42,8 @@ def compile_cli(tmp_path: Path, model: Path, *extra: str):
         (
             MODELS / "data_dependent.py",
             (),
-            r"\[exported\] .*torch.export failed: .*data-dependent(.|\n)*hint: the model branches on a tensor's value",
+            r"\[exported\] .*torch.export failed at \S*data_dependent\.py:6 \(`if x\.sum\(\) > 0:.*data-dependent"
+            r"(.|\n)*hint: the model branches on a tensor's value",
         ),
     ],
 )

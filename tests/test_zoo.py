@@ -9,12 +9,12 @@ from conftest import EXAMPLES, as_tuple, compile_spec, eager
 from kiln.compiler import load_model_file
 
 ZOO = EXAMPLES / "zoo"
-NEEDS_TRANSFORMERS = ("gpt2", "bert")
+NEEDS_TRANSFORMERS = ("gpt2", "bert", "mixtral", "whisper")
 AUTO_EXTERNAL = ("gpt2", "bert", "vit")  # over 256 MiB of weights: `--params auto` keeps them in an .irpa
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["gpt2", "resnet50", "bert", "vit"])
+@pytest.mark.parametrize("name", ["gpt2", "resnet50", "bert", "vit", "mixtral", "whisper"])
 def test_zoo_model_matches_eager(name):
     if name in NEEDS_TRANSFORMERS:
         pytest.importorskip("transformers")
