@@ -100,11 +100,11 @@ class Compilation:
     spec: ModelSpec | None  # the model compiled (None when started from a dump)
 
 
-def stages_for(options: CompileOptions, handoff: str) -> tuple[Stage, ...]:
+def stages_for(options: CompileOptions, resolved: ResolvedTarget) -> tuple[Stage, ...]:
     return (
         Stage("exported", _capture, ".txt"),
         Stage("aten", _import, ".mlir"),
-        *(Stage(group.name, _pass_group(group), ".mlir") for group in _active_pipeline(options, handoff)),
+        *(Stage(group.name, _pass_group(group), ".mlir") for group in _active_pipeline(options, resolved)),
         Stage("vmfb", _backend, None),
     )
 
@@ -112,12 +112,14 @@ def stages_for(options: CompileOptions, handoff: str) -> tuple[Stage, ...]:
 def stage_names(options: CompileOptions | None = None) -> tuple[str, ...]:
     """The stages a compile with `options` runs, in order: the vocabulary of --stop-after and --start-from."""
     options = options or CompileOptions()
-    return tuple(stage.name for stage in stages_for(options, resolve(options).handoff))
+    return tuple(stage.name for stage in stages_for(options, resolve(options)))
 
 
-def _active_pipeline(options: CompileOptions, handoff: str) -> tuple[PassGroup, ...]:
+def _active_pipeline(options: CompileOptions, resolved: ResolvedTarget) -> tuple[PassGroup, ...]:
     check_pipeline(options.pipeline)
-    pipeline = without_passes(_up_to_handoff(options.pipeline, handoff), options.disable_passes)
+    pipeline = without_passes(_up_to_handoff(options.pipeline, resolved.handoff), options.disable_passes)
+    listed = {name for group in pipeline for name in group.passes}
+    pipeline = without_passes(pipeline, tuple(name for name in resolved.target.passes_off if name in listed))
     listed = {name for group in pipeline for name in group.passes}
     for name in options.print_after:
         if name not in listed:
@@ -153,7 +155,7 @@ def run_pipeline(
     if resolved.note is not None:
         say(f"note: {resolved.note}")
     spec = model.load() if isinstance(model, ModelSource) else model
-    stages = stages_for(options, resolved.handoff)
+    stages = stages_for(options, resolved)
     names = [stage.name for stage in stages]
     if options.stop_after is not None and options.stop_after not in names:
         raise _unknown_stage("--stop-after", options.stop_after, names, options, resolved)

@@ -59,6 +59,9 @@ class Target:
     handoff: str = "linalg"
     # Defaults beyond IREE's own that the backend drops where IREE fails with them (levers.py).
     levers: tuple[Lever, ...] = ()
+    # Passes of kiln's pipeline this target leaves out: workarounds for another target's backend
+    # that cost this one (a user's own --print-after of one is then an unknown pass).
+    passes_off: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -259,6 +262,11 @@ TARGETS: dict[str, Target] = {
         flags=_cpu_flags,
         details=_cpu_details,
         levers=(DATA_TILING, CHANNELS_LAST),
+        # A strided 1x1 convolution as a strided slice and a 1x1 convolution works around a CUDA
+        # miscompile; on the CPU, IREE fuses the slice into the convolution as a strided read and
+        # the dispatch runs 20-200x slower (ResNet-18's downsampling shortcuts: the whole f32 model
+        # 3x slower), where the strided convolution itself compiles well.
+        passes_off=("slice-strided-pointwise-conv",),
     ),
     "cuda": Target(
         name="cuda",
