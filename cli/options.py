@@ -152,10 +152,10 @@ def target_options(function: Callable[..., Any]) -> Callable[..., Any]:
             click.option(
                 "--cpu-attention",
                 type=click.Choice(CPU_ATTENTION_CHOICES),
-                default="f32",
+                default="bf16",
                 show_default=True,
-                help="llvm-cpu, bf16 models: attention's matmuls in f32, or bf16 (operands rounded to bf16 on kiln's "
-                "kernel, as eager PyTorch computes bf16 attention).",
+                help="llvm-cpu, bf16 models: attention's matmuls on kiln's kernel with their operands in bf16, as eager "
+                "PyTorch computes bf16 attention, or in f32 (kiln's linalg: more precise, IREE's code).",
             ),
             click.option(
                 "--cpu-driver",

@@ -322,7 +322,7 @@ class ResolvedTarget:
     # llvm-cpu: the path of kiln's bf16 kernel the CPU has (cpu_kernels/), None where it has none or
     # kernels are off; and whether attention's matmuls take it with their operands rounded to bf16.
     cpu_kernels: KernelIsa | None = None
-    cpu_attention: str = "f32"
+    cpu_attention: str = "bf16"
 
     def flags_with(self, lever_flags: tuple[str, ...]) -> tuple[str, ...]:
         """Every flag for iree-compile: kiln's, then the levers', then the user's (which override both)."""

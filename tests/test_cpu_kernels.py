@@ -148,12 +148,13 @@ def test_attention_on_the_kernel_is_a_choice() -> None:
     torch.manual_seed(0)
     layer = _bf16_model(nn.TransformerEncoderLayer(64, 2, 128, dropout=0.0, batch_first=True))
     x = torch.randn(2, 32, 64).to(BF16)
-    default = _check(layer, (x,))
-    rounded = _check(layer, (x,), cpu_attention="bf16")
-    kiln_code = [[r["contraction"] for r in c.manifest.kernels if r["code"] == "kiln"] for c in (default, rounded)]
+    precise = _check(layer, (x,), cpu_attention="f32")
+    rounded = _check(layer, (x,))
+    kiln_code = [[r["contraction"] for r in c.manifest.kernels if r["code"] == "kiln"] for c in (precise, rounded)]
     attention = [c for c in kiln_code[1] if c not in kiln_code[0]]
     assert len(attention) == 2 and all(c.startswith("linalg.batch_matmul") for c in attention), kiln_code
     assert rounded.manifest.target_details["cpu_attention"] == "bf16"
+    assert precise.manifest.target_details["cpu_attention"] == "f32"
 
 
 def test_kernels_off_leaves_every_contraction_to_iree() -> None:
@@ -296,7 +297,7 @@ SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "models"
     [
         ("mlp", {}),
         ("convnet_bn", {}),
-        ("transformer_encoder", {"cpu_attention": "bf16"}),
+        ("transformer_encoder", {}),
         pytest.param("resnet18", {}, marks=pytest.mark.slow),
     ],
 )

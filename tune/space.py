@@ -151,9 +151,9 @@ def _llvm_cpu() -> tuple[Knob, ...]:
         ),
         Knob(
             "cpu-attention",
-            "bf16 models: attention's matmuls on kiln's kernel with operands rounded to bf16, as eager "
-            "PyTorch computes them (kiln's default keeps them in f32)",
-            (Choice("f32"), Choice("bf16", options=(("cpu_attention", "bf16"),))),
+            "bf16 models: attention's matmuls on kiln's kernel with operands in bf16, as eager PyTorch "
+            "computes them, or in f32 (kiln's linalg, IREE's code)",
+            (Choice("bf16"), Choice("f32", options=(("cpu_attention", "f32"),))),
         ),
         Knob(
             "driver",

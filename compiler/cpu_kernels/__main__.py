@@ -21,7 +21,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m kiln.compiler.cpu_kernels", description=__doc__.split("\n\n")[0])
     parser.add_argument("input", type=Path)
     parser.add_argument("--isa", choices=sorted(_ISAS), default="amx")
-    parser.add_argument("--attention", action="store_true", help="attention's matmuls too, operands rounded to bf16")
+    parser.add_argument("--attention", action="store_true", help="attention's matmuls too, operands rounded to bf16 (kiln's default)")
     parser.add_argument("--report", action="store_true", help="print the decisions instead of the module")
     args = parser.parse_args()
     outputs = []

@@ -10,9 +10,10 @@ function, which IREE inlines, holding the layout changes, the weight packing and
   kiln computed in f32 but rounded through bf16 (a GELU between two Linears) are truncated to bf16,
   which is exact, and IREE fuses into their producer.
 - `linalg.batch_matmul` whose right side is one bf16 weight broadcast over the batch: one GEMM.
-- With `attention`, a `linalg.batch_matmul` of two activations (attention's Q K^T and P V): both are
-  rounded to bf16, as eager PyTorch's bf16 attention computes them, which kiln's f32 attention
-  does not, hence a choice (`kiln tune`'s cpu-attention knob), not a default.
+- With `attention`, a `linalg.batch_matmul` of two activations in a bf16 model (attention's Q K^T and
+  P V, which kiln's linalg computes in f32): both are rounded to bf16, as eager PyTorch's bf16
+  attention computes them (its softmax output goes to the second matmul in bf16). kiln's default;
+  `--cpu-attention f32` keeps kiln's more precise f32 attention.
 
 The weight packing sits on the weight's value (a constant or a parameter global), so IREE hoists it
 into an initializer: it runs once, at load time. Everything that does not match stays with IREE,
@@ -348,7 +349,7 @@ class _Rewriter:
             a16, truncate = _activations(a)
             return self._gemm(op, a16, truncate, [batch, m, k], weight, layout, n, init)
         if not self.attention:
-            raise _Skip("both operands are activations (attention): rounding them to bf16 is the cpu-attention knob")
+            raise _Skip("both operands are activations (attention), kept in f32 (--cpu-attention f32)")
         return self._attention(op, a, b, batch, m, k, n, init)
 
     def _gemm(
