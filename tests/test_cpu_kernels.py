@@ -85,8 +85,8 @@ def test_which_cpus_get_which_path() -> None:
 
 
 class ConvNet(nn.Module):
-    """A stem over 3 channels (a row window), convolutions with and without bias, batch norm, a
-    residual add, pooling, then Linear layers with a GELU between them."""
+    """A stem over 3 channels (a row window), max pooling, convolutions with and without bias, batch
+    norm, a residual add, average pooling, then Linear layers with a GELU between them."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -98,7 +98,7 @@ class ConvNet(nn.Module):
         self.fc2 = nn.Linear(96, 10)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = torch.relu(self.stem(x))
+        y = nn.functional.max_pool2d(torch.relu(self.stem(x)), 3, stride=1, padding=1)
         y = torch.relu(self.bn1(self.conv1(y)) + y)
         y = torch.relu(self.conv2(y)).mean((2, 3))
         return self.fc2(nn.functional.gelu(self.fc1(y)))

@@ -15,6 +15,9 @@ function, which IREE inlines, holding the layout changes, the weight packing and
   attention computes them (its softmax output goes to the second matmul in bf16). kiln's default;
   `--cpu-attention f32` keeps kiln's more precise f32 attention.
 
+In a module where the kernel takes something, NCHW poolings become NHWC ones between transposes too
+(IREE's code): IREE then cancels the transposes of a conv-pool-conv chain, which stays in NHWC.
+
 The weight packing sits on the weight's value (a constant or a parameter global), so IREE hoists it
 into an initializer: it runs once, at load time. Everything that does not match stays with IREE,
 and each bf16 contraction gets a Decision saying what computes it and why.
@@ -35,6 +38,9 @@ from .geometry import Call, conv_call, matmul_call, row_window, row_window_call
 # A convolution whose input channels are not a multiple of 32 is computed as a row window (geometry.py)
 # unless the window's rounding to 32 would make over this many times the multiply-adds.
 MAX_WINDOW_WASTE = 4
+# Poolings next to the kernel's NHWC convolutions are computed in NHWC too (IREE's code), so that the
+# transposes around them cancel against the convolutions' instead of being left in between.
+POOLINGS = ("linalg.pooling_nchw_max", "linalg.pooling_nchw_sum")
 CONTRACTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.matmul", "linalg.batch_matmul")
 # Other contractions kiln's linalg has for bf16 models, listed in the report as IREE's.
 OTHERS = {
@@ -204,18 +210,21 @@ class _Rewriter:
         self.attention = attention
         self.decisions: list[Decision] = []
         self.taken = 0
+        self.poolings = 0
 
     def run(self) -> None:
         ops: list[ir.Operation] = []
 
         def visit(op: ir.Operation) -> ir.WalkResult:
-            if op.name in CONTRACTIONS or op.name in OTHERS:
+            if op.name in CONTRACTIONS or op.name in OTHERS or op.name in POOLINGS:
                 ops.append(op)
             return ir.WalkResult.ADVANCE
 
         self.module.operation.walk(visit)
         # A module with bf16 contractions is a bf16 model: its f32 contractions (attention's, on f32
         # values kiln computed from bf16 ones) are listed too. An f32 model has nothing to list.
+        poolings = [op for op in ops if op.name in POOLINGS]
+        ops = [op for op in ops if op.name not in POOLINGS]
         if not any(_involves_bf16(op) for op in ops):
             return
         for op in ops:
@@ -233,6 +242,8 @@ class _Rewriter:
             self.decisions.append(Decision(name, label, "kiln", f"{self.isa.name} path of kiln_amx.c", call))
         if self.taken:
             self._add(mlir.executable())
+            for op in poolings:
+                self._pooling(op)
 
     def _add(self, text: str) -> None:
         """Put the ops of `text` (module-level) at the start of the module."""
@@ -306,6 +317,50 @@ class _Rewriter:
         arguments = f"%x: {source.type}, %w: {w.type}" + ("" if zero else f", %init: {out}")
         self._replace(op, name, [source, w] if zero else [source, w, init], _function(name, arguments, out, body))
         return call
+
+    def _pooling(self, op: ir.Operation) -> None:
+        """`op` (NCHW) as the same pooling in NHWC between transposes, its padding moved after the first."""
+        x, window, init = op.operands[0], op.operands[1], op.operands[2]
+        if not all(_static(v) for v in (x, window, init)):
+            return
+        fill = _producer(init)
+        if _name(fill) != "linalg.fill" or _name(_producer(fill.operands[0])) != "arith.constant":
+            return
+        value = _producer(fill.operands[0]).attributes["value"]
+        source, low, high, padding = _padded_by_constant(x)
+        nb, c, h, w = _shape(source)
+        _, _, oh, ow = _shape(init)
+        element = _element(x)
+        kind = op.name.removeprefix("linalg.pooling_nchw_")
+        nhwc_in, nhwc_out = f"tensor<{nb}x{h}x{w}x{c}x{element}>", f"tensor<{nb}x{oh}x{ow}x{c}x{element}>"
+        hp, wp = h + low[0] + high[0], w + low[1] + high[1]
+        body = [
+            f"%te = tensor.empty() : {nhwc_in}",
+            f"%t = linalg.transpose ins(%x : {source.type}) outs(%te : {nhwc_in}) permutation = [0, 2, 3, 1]",
+        ]
+        pooled_in = "%t"
+        if any(low) or any(high):
+            body += [
+                f"%pv = arith.constant {padding}",
+                f"%tp = tensor.pad %t low[0, {low[0]}, {low[1]}, 0] high[0, {high[0]}, {high[1]}, 0] {{\n"
+                f"    ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):\n      tensor.yield %pv : {element}\n"
+                f"    }} : {nhwc_in} to tensor<{nb}x{hp}x{wp}x{c}x{element}>",
+            ]
+            pooled_in = "%tp"
+        strides, dilations = op.attributes["strides"], op.attributes["dilations"]
+        body += [
+            f"%fv = arith.constant {value}",
+            f"%oe = tensor.empty() : {nhwc_out}",
+            f"%of = linalg.fill ins(%fv : {element}) outs(%oe : {nhwc_out}) -> {nhwc_out}",
+            f"%p = linalg.pooling_nhwc_{kind} {{dilations = {dilations}, strides = {strides}}} "
+            f"ins({pooled_in}, %w : tensor<{nb}x{hp}x{wp}x{c}x{element}>, {window.type}) outs(%of : {nhwc_out}) -> {nhwc_out}",
+            f"%re = tensor.empty() : {init.type}",
+            f"%r = linalg.transpose ins(%p : {nhwc_out}) outs(%re : {init.type}) permutation = [0, 3, 1, 2]",
+            f"return %r : {init.type}",
+        ]
+        name = f"kiln_cpu_pooling_{self.poolings}"
+        self.poolings += 1
+        self._replace(op, name, [source, window], _function(name, f"%x: {source.type}, %w: {window.type}", str(init.type), body))
 
     # -- matmuls
 
@@ -450,22 +505,25 @@ class _Rewriter:
 
 def _unpadded(x: ir.Value) -> tuple[ir.Value, list[int], list[int]]:
     """The NCHW tensor `x` zero-pads in height and width, with the low and high padding; else `x`, 0s."""
+    source, low, high, value = _padded_by_constant(x)
+    if value is not None and not (isinstance(value, ir.FloatAttr) and value.value == 0.0):
+        return x, [0, 0], [0, 0]
+    return source, low, high
+
+
+def _padded_by_constant(x: ir.Value) -> tuple[ir.Value, list[int], list[int], ir.Attribute | None]:
+    """The NCHW tensor `x` pads in height and width with a constant, the low and high padding and the
+    constant; else `x`, 0s and None."""
     pad = _producer(x)
-    none = (x, [0, 0], [0, 0])
-    if _name(pad) != "tensor.pad" or len(pad.operands) != 1:
+    none = (x, [0, 0], [0, 0], None)
+    if _name(pad) != "tensor.pad" or len(pad.operands) != 1 or not _static(pad.operands[0]):
         return none
     low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
     high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
-    yielded = _body(pad)[-1].operands[0]
-    constant = _producer(yielded)
-    if _name(constant) != "arith.constant" or not _static(pad.operands[0]):
+    constant = _producer(_body(pad)[-1].operands[0])
+    if _name(constant) != "arith.constant" or low[:2] != [0, 0] or high[:2] != [0, 0] or min(low + high) < 0:
         return none
-    value = constant.attributes["value"]
-    if not (isinstance(value, ir.FloatAttr) and value.value == 0.0) or low[:2] != [0, 0] or high[:2] != [0, 0]:
-        return none
-    if min(low + high) < 0:
-        return none
-    return pad.operands[0], low[2:], high[2:]
+    return pad.operands[0], low[2:], high[2:], constant.attributes["value"]
 
 
 def _weight_of(b16: ir.Value) -> tuple[ir.Value, str]:

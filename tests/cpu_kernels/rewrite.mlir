@@ -242,3 +242,46 @@ func.func @f32_model(%a: tensor<8x32xf32>, %b: tensor<32x8xf32>, %q: tensor<2x8x
   %s = linalg.batch_matmul ins(%q, %k : tensor<2x8x32xf32>, tensor<2x32x8xf32>) outs(%si : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
   return %m, %s : tensor<8x8xf32>, tensor<2x8x8xf32>
 }
+
+// -----
+
+// A max pooling next to the kernel's convolution is computed in NHWC (IREE's code): its padding (the
+// fill value, -inf) after the transpose, so that IREE cancels the transposes against the kernel's.
+// CHECK-LABEL: func.func private @kiln_cpu_pooling_0(
+// CHECK-SAME:      tensor<1x32x8x8xbf16>{{.*}}tensor<3x3xbf16>{{.*}}-> tensor<1x32x4x4xbf16>
+// CHECK:         linalg.transpose ins(%{{.*}} : tensor<1x32x8x8xbf16>) outs(%{{.*}} : tensor<1x8x8x32xbf16>) permutation = [0, 2, 3, 1]
+// CHECK:         %[[NEG:.*]] = arith.constant 0xFF80 : bf16
+// CHECK:         tensor.pad %{{.*}} low[0, 1, 1, 0] high[0, 1, 1, 0]
+// CHECK:           tensor.yield %[[NEG]] : bf16
+// CHECK:         linalg.pooling_nhwc_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%{{.*}}, %{{.*}} : tensor<1x10x10x32xbf16>, tensor<3x3xbf16>)
+// CHECK:         linalg.transpose ins(%{{.*}} : tensor<1x4x4x32xbf16>) outs(%{{.*}} : tensor<1x32x4x4xbf16>) permutation = [0, 3, 1, 2]
+// CHECK-LABEL: func.func @conv_then_pool(
+// CHECK:         call @kiln_cpu_conv_0(
+// CHECK:         call @kiln_cpu_pooling_0(
+// CHECK-NOT:     linalg.pooling_nchw_max
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @conv_then_pool(%x: tensor<1x32x8x8xbf16>) -> tensor<1x32x4x4xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %neg = arith.constant 0xFF80 : bf16
+  %w = arith.constant dense<1.0> : tensor<32x32x1x1xbf16>
+  %ce = tensor.empty() : tensor<1x32x8x8xf32>
+  %ci = linalg.fill ins(%zero : f32) outs(%ce : tensor<1x32x8x8xf32>) -> tensor<1x32x8x8xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+    ins(%x, %w : tensor<1x32x8x8xbf16>, tensor<32x32x1x1xbf16>) outs(%ci : tensor<1x32x8x8xf32>) -> tensor<1x32x8x8xf32>
+  %te = tensor.empty() : tensor<1x32x8x8xbf16>
+  %t = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c : tensor<1x32x8x8xf32>) outs(%te : tensor<1x32x8x8xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %v = arith.truncf %in : f32 to bf16
+    linalg.yield %v : bf16
+  } -> tensor<1x32x8x8xbf16>
+  %padded = tensor.pad %t low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %neg : bf16
+  } : tensor<1x32x8x8xbf16> to tensor<1x32x10x10xbf16>
+  %pe = tensor.empty() : tensor<1x32x4x4xbf16>
+  %pi = linalg.fill ins(%neg : bf16) outs(%pe : tensor<1x32x4x4xbf16>) -> tensor<1x32x4x4xbf16>
+  %window = tensor.empty() : tensor<3x3xbf16>
+  %p = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+    ins(%padded, %window : tensor<1x32x10x10xbf16>, tensor<3x3xbf16>) outs(%pi : tensor<1x32x4x4xbf16>) -> tensor<1x32x4x4xbf16>
+  return %p : tensor<1x32x4x4xbf16>
+}
