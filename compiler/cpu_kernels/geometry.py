@@ -6,8 +6,8 @@ rows, so that workgroups can split M. Each IREE workgroup computes `nbw` output 
 output rows (flattened n, oh), walking K in chunks of `kc` 32-wide steps.
 
 The tiling rules come from the kernel timed alone on the 16-core Emerald Rapids host
-(benchmarks/NOTES.md, "AMX"): convolutions ran best with 4 output rows (8 for 7-pixel rows) of 64
-channels and K whole, 4.2-7.3 TFLOP/s; matmuls with one 256-row strip, 64 channels (128 when K is
+(benchmarks/NOTES.md, "llvm-cpu on the 16-core host"): convolutions ran best with 4 output rows of
+64 channels (8 rows of 32 channels for 7-pixel rows) and K whole, 4.2-7.3 TFLOP/s; matmuls with one 256-row strip, 64 channels (128 when K is
 small and N large) and 1024-wide K chunks, 4.6-6.3 TFLOP/s. Where that leaves fewer than
 MIN_WORKGROUPS workgroups (batch 1), rows and then channels are halved so every thread has work.
 """
@@ -88,7 +88,7 @@ class Call:
 def conv_call(nb: int, hp: int, wp: int, cin: int, cout: int, kh: int, kw: int, stride: int) -> Call:
     """A convolution over an already padded NHWC input (cin % 32 == 0), tiled by the rules above."""
     oh, ow = (hp - kh) // stride + 1, (wp - kw) // stride + 1
-    rows, nbw = (8, 32) if ow <= 7 else (max(1, -(-56 // ow)), 64)
+    rows, nbw = (8, 32) if ow <= 7 else (4, 64)
     return _spread(Call(nb, hp, wp, cin, cout, kh, kw, stride, oh, ow, rows=rows, nbw=nbw, kc=WHOLE_K))
 
 
