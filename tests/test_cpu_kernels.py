@@ -8,6 +8,7 @@ eager PyTorch (the AVX512-BF16 path, on a CPU that has it; an AMX CPU runs the A
 
 from __future__ import annotations
 
+import platform
 import runpy
 import shutil
 import subprocess
@@ -33,7 +34,10 @@ HERE = Path(__file__).parent / "cpu_kernels"
 KERNEL = Path(build.__file__).with_name("kiln_amx.c")
 LIT = str(Path(sys.executable).parent / "lit")
 C_COMPILER = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
-needs_c = pytest.mark.skipif(C_COMPILER is None, reason="no C compiler to build the kernel")
+needs_c = pytest.mark.skipif(
+    C_COMPILER is None or platform.machine() not in ("x86_64", "AMD64"),
+    reason="the kernel is x86-64 code built by the host's C compiler: needs both",
+)
 needs_avx512_bf16 = pytest.mark.skipif(
     "avx512_bf16" not in host_cpu_flags() or C_COMPILER is None,
     reason="the kernel's AVX512-BF16 path needs a CPU with avx512bf16 (and a C compiler to build it)",
