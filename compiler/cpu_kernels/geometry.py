@@ -30,7 +30,9 @@ class Call:
     kw x cin input values under it are contiguous in NHWC, so they are read as one channel run of
     `cin` = kw x cin rounded up to 32 (kw = 1, pixels `pixel_stride` = the real cin apart), with zero
     weights for the values past the window; the input gets a zero row at the bottom so that those
-    reads stay inside it.
+    reads stay inside it. (Those values are multiplied by zero: an infinity among them, which eager
+    PyTorch would not have read for that output, makes it NaN. Images and finite activations are
+    unaffected.)
     """
 
     nb: int
