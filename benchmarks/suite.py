@@ -102,8 +102,7 @@ def compile_cases(cases: list[Case], options: CompileOptions, bundle: Path, thin
     from kiln.compiler import run_pipeline, spec_from_module  # not on a runtime-only machine
     from kiln.compiler.targets import resolve
 
-    # A thin bundle carries no weights, so they must be inline (`auto` would keep a large model's in an .irpa).
-    options = replace(options, params="inline") if thin_artifacts else options
+    options = replace(options, params=_thin_params(options)) if thin_artifacts else options
     resolved = resolve(options)
     bundle.mkdir(parents=True, exist_ok=True)
     machine, versions = environment("cpu")
@@ -130,7 +129,7 @@ def compile_cases(cases: list[Case], options: CompileOptions, bundle: Path, thin
         model, inputs = rebuild(entry, ROOT)
         start = time.perf_counter()
         try:
-            compiled = run_pipeline(spec_from_module(model, inputs), options).compiled
+            compiled = run_pipeline(spec_from_module(model, inputs), options, say=lambda line: click.echo(f"  {line}", err=True)).compiled
         except Exception as exc:  # a model kiln cannot compile is a result, not the end of the run
             done.append(replace(entry, error=f"kiln compile failed: {_first_line(exc)}"))
             click.echo(f"  {done[-1].error}", err=True)
@@ -176,6 +175,16 @@ def _time_overhead(bundle: Path, data: Bundle, device: str | None) -> dict[str, 
     except Exception as exc:  # a finding, not the end of the run
         click.echo(f"  failed: {type(exc).__name__}: {_first_line(exc)}", err=True)
         return {}
+
+
+def _thin_params(options: CompileOptions) -> str:
+    """Where a thin bundle's weights go: nowhere, either way. Inline ones are zeroed in the artifact
+    (thin.py) and put back there; external ones are not written, and the run side makes the .irpa from
+    the model file. On llvm-cpu they are external: data tiling and kiln's CPU kernels pack inline
+    weights at compile time, into bytes that thinning cannot find, so the artifact would carry them."""
+    if options.params != "auto":
+        return options.params
+    return "external" if options.target == "llvm-cpu" else "inline"
 
 
 def time_cases(
@@ -358,7 +367,13 @@ def suite() -> None:
 @target_options
 @click.option("--models", type=click.Path(path_type=Path), default=MODELS, show_default=True, help="Folder of model files.")
 @_only_option
-@click.option("--thin", "thin_artifacts", is_flag=True, help="Leave the weights out (the model files restore them): for carrying.")
+@click.option(
+    "--thin",
+    "thin_artifacts",
+    is_flag=True,
+    help="Leave the weights out (the model files restore them there): for carrying. With --params auto, weights "
+    "are inline and zeroed on GPU targets, external (an .irpa made there) on llvm-cpu.",
+)
 @click.option("--pipeline", default="default", show_default=True, help="kiln pass pipeline, as `kiln compile --pipeline` takes it.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Bundle folder [default: build/bench/<target>].")
 def compile_command(

@@ -101,7 +101,9 @@ def compile_command(
       fused       elementwise chains fused, one linalg.generic each: the hand-off to IREE;
                   NN-fused.fusion-report.md says what went into each
                   (--handoff torch: linalg and fused are IREE's job, after simplified)
-      vmfb        IREE compile; each IREE phase dumped as NN-vmfb-KK-<phase>.mlir
+      vmfb        IREE compile; each IREE phase dumped as NN-vmfb-KK-<phase>.mlir; on llvm-cpu,
+                  NN-vmfb.kernels.md says what computes each bf16 contraction and
+                  NN-vmfb.iree-input.mlir is the input with kiln's kernel spliced in
 
     \b
     Examples:

@@ -16,7 +16,8 @@ from typing import Any
 
 import click
 
-from kiln.compiler.targets import HANDOFFS, TARGETS, WEIGHT_POLICIES
+from kiln.compiler.targets import CPU_ATTENTION_CHOICES, HANDOFFS, KERNEL_CHOICES, TARGETS, WEIGHT_POLICIES
+from kiln.runtime.devices import CPU_DRIVER_CHOICES
 
 TARGET_NAMES = tuple(TARGETS)
 OPT_LEVELS = ("O0", "O1", "O2", "O3")
@@ -90,6 +91,9 @@ def target_options(function: Callable[..., Any]) -> Callable[..., Any]:
         params: str,
         opt_level: str,
         iree_flags: tuple[str, ...],
+        kernels: str,
+        cpu_attention: str,
+        cpu_driver: str,
         **kwargs: Any,
     ) -> Any:
         from kiln.compiler.options import CompileOptions
@@ -102,6 +106,9 @@ def target_options(function: Callable[..., Any]) -> Callable[..., Any]:
             params=params,
             opt_level=opt_level,
             extra_iree_flags=iree_flags,
+            kernels=kernels,
+            cpu_attention=cpu_attention,
+            cpu_driver=cpu_driver,
         )
         return function(*args, options=options, **kwargs)
 
@@ -134,6 +141,30 @@ def target_options(function: Callable[..., Any]) -> Callable[..., Any]:
             ),
             click.option("--opt-level", type=click.Choice(OPT_LEVELS), default="O3", show_default=True, help="IREE optimization level."),
             click.option("--iree-flag", "iree_flags", multiple=True, metavar="FLAG", help="Extra iree-compile flag (repeatable)."),
+            click.option(
+                "--kernels",
+                type=click.Choice(KERNEL_CHOICES),
+                default="on",
+                show_default=True,
+                help="kiln's own contraction kernels where they apply (llvm-cpu: bf16 convolutions and matmuls on "
+                "CPUs with AMX or AVX512-BF16, built by the host's C compiler); off = IREE's code for every contraction.",
+            ),
+            click.option(
+                "--cpu-attention",
+                type=click.Choice(CPU_ATTENTION_CHOICES),
+                default="bf16",
+                show_default=True,
+                help="llvm-cpu, bf16 models: attention's matmuls on kiln's kernel with their operands in bf16, as eager "
+                "PyTorch computes bf16 attention, or in f32 (kiln's linalg: more precise, IREE's code).",
+            ),
+            click.option(
+                "--cpu-driver",
+                type=click.Choice(CPU_DRIVER_CHOICES),
+                default="auto",
+                show_default=True,
+                help="llvm-cpu: IREE's runtime driver: local-task (a thread pool), local-sync (the caller's thread, "
+                "cheaper per call), or auto: the runtime times both on the first calls of each input signature and keeps the faster.",
+            ),
         ),
     )
 

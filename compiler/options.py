@@ -26,3 +26,6 @@ class CompileOptions:
     print_after: tuple[str, ...] = ()  # dump the module after these passes: <NN>-<stage>.after-<pass>.mlir
     print_after_all: bool = False  # ... and after every pass
     tuned: str | None = None  # how `kiln tune` chose these options: recorded in the manifest
+    kernels: str = "on"  # kiln's own contraction kernels where they apply (llvm-cpu: bf16 on AMX or AVX512-BF16), or "off"
+    cpu_attention: str = "bf16"  # llvm-cpu, bf16 models: attention's matmuls on kiln's kernel, operands in bf16 as eager's; or "f32"
+    cpu_driver: str = "auto"  # llvm-cpu: IREE's runtime driver, "local-task" or "local-sync"; auto: the runtime times both per input signature

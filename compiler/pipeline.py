@@ -26,8 +26,10 @@ from kiln.runtime.manifest import FunctionSpec, Manifest, TensorSpec, function_s
 from .artifact import Compiled, versions
 from .boundary import apply_plan
 from .capture import Exported, capture
+from .cpu_kernels.plan import plan as plan_cpu_kernels
 from .importer import import_program
 from .iree_backend import iree_compile_with_workarounds
+from .levers import Lever, compile_with_levers
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .out_variants import add_out_variants
@@ -71,6 +73,7 @@ class StageContext:
     dump_stem: Path | None  # <dump_dir>/<index>-<name>, or None when not dumping
     input_dump: Path | None  # the previous stage's dump: the reproducer if this stage fails
     pass_times: dict[str, float] = field(default_factory=dict)
+    say: Callable[[str], None] = lambda line: None  # a line the user sees even when quiet (notes)
 
 
 @dataclass(frozen=True)
@@ -100,11 +103,11 @@ class Compilation:
     spec: ModelSpec | None  # the model compiled (None when started from a dump)
 
 
-def stages_for(options: CompileOptions, handoff: str) -> tuple[Stage, ...]:
+def stages_for(options: CompileOptions, resolved: ResolvedTarget) -> tuple[Stage, ...]:
     return (
         Stage("exported", _capture, ".txt"),
         Stage("aten", _import, ".mlir"),
-        *(Stage(group.name, _pass_group(group), ".mlir") for group in _active_pipeline(options, handoff)),
+        *(Stage(group.name, _pass_group(group), ".mlir") for group in _active_pipeline(options, resolved)),
         Stage("vmfb", _backend, None),
     )
 
@@ -112,13 +115,15 @@ def stages_for(options: CompileOptions, handoff: str) -> tuple[Stage, ...]:
 def stage_names(options: CompileOptions | None = None) -> tuple[str, ...]:
     """The stages a compile with `options` runs, in order: the vocabulary of --stop-after and --start-from."""
     options = options or CompileOptions()
-    return tuple(stage.name for stage in stages_for(options, resolve(options).handoff))
+    return tuple(stage.name for stage in stages_for(options, resolve(options)))
 
 
-def _active_pipeline(options: CompileOptions, handoff: str) -> tuple[PassGroup, ...]:
+def _active_pipeline(options: CompileOptions, resolved: ResolvedTarget) -> tuple[PassGroup, ...]:
     check_pipeline(options.pipeline)
     pipeline = with_strict_primitives(options.pipeline) if options.strict_primitives else options.pipeline
-    pipeline = without_passes(_up_to_handoff(pipeline, handoff), options.disable_passes)
+    pipeline = without_passes(_up_to_handoff(pipeline, resolved.handoff), options.disable_passes)
+    listed = {name for group in pipeline for name in group.passes}
+    pipeline = without_passes(pipeline, tuple(name for name in resolved.target.passes_off if name in listed))
     listed = {name for group in pipeline for name in group.passes}
     for name in options.print_after:
         if name not in listed:
@@ -154,7 +159,7 @@ def run_pipeline(
     if resolved.note is not None:
         say(f"note: {resolved.note}")
     spec = model.load() if isinstance(model, ModelSource) else model
-    stages = stages_for(options, resolved.handoff)
+    stages = stages_for(options, resolved)
     names = [stage.name for stage in stages]
     if options.stop_after is not None and options.stop_after not in names:
         raise _unknown_stage("--stop-after", options.stop_after, names, options, resolved)
@@ -167,7 +172,7 @@ def run_pipeline(
     input_dump: Path | None = options.start_from
     for index, stage in enumerate(stages[first:], start=first):
         stem = options.dump_dir / f"{index:02d}-{stage.name}" if options.dump_dir is not None else None
-        context = StageContext(spec, options, resolved, stem, input_dump)
+        context = StageContext(spec, options, resolved, stem, input_dump, say=say)
         progress(f"[{index + 1}/{len(stages)}] {stage.name} ...")
         start = time.perf_counter()
         try:
@@ -360,23 +365,62 @@ def _shorten(text: str, limit: int = 240) -> str:
 
 
 def _backend(program: Program, context: StageContext) -> Compiled:
+    """iree-compile the hand-off, with the target's levers (levers.py) where the module has ops for them,
+    kiln's CPU kernel among them; the manifest records what the artifact was compiled with."""
     resolved = context.resolved
     variants = add_out_variants(program.module, tuple(function.name for function in program.functions))
     functions = tuple(replace(function, out_variant=variants.get(function.name)) for function in program.functions)
     text = program.module.operation.get_asm(enable_debug_info=True)
-    vmfb, flags = iree_compile_with_workarounds(text, list(resolved.iree_flags), context.dump_stem, context.input_dump)
+    kernels = plan_cpu_kernels(text, resolved.cpu_kernels, resolved.cpu_attention == "bf16")
+    if kernels.note is not None:
+        context.say(kernels.note)
+    if context.dump_stem is not None:
+        kernels.write(context.dump_stem)
+    levers = tuple(lever for lever in resolved.levers if lever.applies_to(text))
+    levers += (kernels.lever,) if kernels.lever is not None else ()
+    kernels_input = context.dump_stem.with_name(f"{context.dump_stem.name}.iree-input.mlir") if context.dump_stem else None
+    flags: list[str] = []  # of the last compile that worked: the artifact's
+
+    def compile_one(source: str, lever_flags: tuple[str, ...]) -> bytes:
+        nonlocal flags
+        reproducer = context.input_dump if source is text else kernels_input
+        vmfb, flags = iree_compile_with_workarounds(
+            source, list(resolved.flags_with(lever_flags)), context.dump_stem, reproducer
+        )
+        return vmfb
+
+    outcome = compile_with_levers(text, levers, compile_one)
+    for note in outcome.notes:
+        context.say(note)
+    used = outcome.used(levers)
+    kernels_used = kernels.lever is not None and any(lever is kernels.lever for lever, _ in used)
     manifest = Manifest(
         functions=functions,
         target=resolved.target.name,
-        driver=resolved.target.driver,
-        target_details=resolved.details,
-        iree_flags=type(resolved.iree_flags)(flags),
+        driver=_driver(resolved),
+        target_details=_details(resolved, used),
+        iree_flags=tuple(flags),
         versions=versions(),
         source=_source_of(context),
         precision=program.precision,
         parameters=_parameter_summary(program),
+        kernels=kernels.substitution.records() if kernels_used and kernels.substitution is not None else (),
+        cpu_features=kernels.isa.features if kernels_used and kernels.isa is not None else (),
     )
-    return Compiled(vmfb, manifest, program.parameters)
+    return Compiled(outcome.vmfb, manifest, program.parameters)
+
+
+def _details(resolved: ResolvedTarget, used: tuple[tuple[Lever, int], ...]) -> dict[str, str]:
+    """The target's details, and on a target with levers, those the artifact was compiled with."""
+    if not resolved.levers:
+        return resolved.details
+    return {**resolved.details, "levers": ", ".join(lever.name for lever, _ in used) or "none"}
+
+
+def _driver(resolved: ResolvedTarget) -> str:
+    """The runtime driver the manifest names: the target's, or on the CPU the one asked for (--cpu-driver)."""
+    choice = resolved.details.get("cpu_driver", "auto")
+    return resolved.target.driver if choice == "auto" else choice
 
 
 def _source_of(context: StageContext) -> dict[str, str]:

@@ -17,8 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kiln.errors import KilnError
-from kiln.runtime.devices import CPU_STACK_ALLOCATION_LIMIT, host_cpu_model
+from kiln.runtime.devices import CPU_DRIVER_CHOICES, CPU_STACK_ALLOCATION_LIMIT, host_cpu_model
 
+from .cpu_kernels.features import KernelIsa, kernel_isa
+from .levers import Lever
 from .options import CompileOptions
 
 STAGE = "target"
@@ -59,6 +61,11 @@ class Target:
     # boundary and recorded in the manifest (`carried_as`). IREE demotes float64 to float32 unless told
     # otherwise; llvm-cpu keeps float64 (_cpu_flags), the GPU targets take IREE's default.
     carried_dtypes: dict[str, str] = field(default_factory=lambda: {"float64": "float32"})
+    # Defaults beyond IREE's own that the backend drops where IREE fails with them (levers.py).
+    levers: tuple[Lever, ...] = ()
+    # Passes of kiln's pipeline this target leaves out: workarounds for another target's backend
+    # that cost this one (a user's own --print-after of one is then an unknown pass).
+    passes_off: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,22 @@ def _cpu_flags(options: CompileOptions, arch: ArchChoice | None) -> list[str]:
         # float64 stays float64, as in eager PyTorch: CPUs compute it natively (IREE demotes it by default).
         "--iree-input-demote-f64-to-f32=false",
     ]
+
+
+# llvm-cpu defaults measured over the benchmark suite on a 16-core Emerald Rapids host (benchmarks/NOTES.md).
+# Data tiling (matmul operands packed for the CPU's registers; weights packed once at load) gained on
+# nearly every matmul; IREE 3.13 cannot compile it for some layer norms, where its global-optimization
+# path (slightly slower) can. Channels-last convolutions (NCHW convolutions computed as NHWC, with the
+# transposes propagated away) gained on every convolution model, up to 5x.
+DATA_TILING = Lever(
+    "data-tiling",
+    (("--iree-opt-data-tiling",), ("--iree-opt-data-tiling=false", "--iree-global-opt-data-tiling")),
+)
+CHANNELS_LAST = Lever(
+    "channels-last",
+    (("--iree-preprocessing-pass-pipeline=builtin.module(util.func(iree-preprocessing-convert-conv-to-channels-last))",),),
+    needs=r"linalg\.(depthwise_)?conv_|torch\.aten\.convolution",
+)
 
 
 def _cpu_details(options: CompileOptions, arch: ArchChoice | None) -> dict[str, str]:
@@ -245,6 +268,12 @@ TARGETS: dict[str, Target] = {
         flags=_cpu_flags,
         details=_cpu_details,
         carried_dtypes={},
+        levers=(DATA_TILING, CHANNELS_LAST),
+        # A strided 1x1 convolution as a strided slice and a 1x1 convolution works around a CUDA
+        # miscompile; on the CPU, IREE fuses the slice into the convolution as a strided read and
+        # the dispatch runs 20-200x slower (ResNet-18's downsampling shortcuts: the whole f32 model
+        # 3x slower), where the strided convolution itself compiles well.
+        passes_off=("slice-strided-pointwise-conv",),
     ),
     "cuda": Target(
         name="cuda",
@@ -293,8 +322,19 @@ class ResolvedTarget:
     arch: ArchChoice | None  # GPU targets: the architecture compiled for, and why that one
     handoff: str  # HANDOFFS
     params: str  # WEIGHT_POLICIES: inline in the .vmfb, external in an .irpa beside it, or auto (by size, at import)
-    iree_flags: tuple[str, ...]  # everything iree-compile is given
+    iree_flags: tuple[str, ...]  # everything iree-compile is given, but for the levers' flags
     details: dict[str, str]
+    levers: tuple[Lever, ...] = ()  # the target's levers (those the module has ops for apply)
+    user_flags: int = 0  # how many of `iree_flags` (the last ones) the user gave: levers go before them
+    # llvm-cpu: the path of kiln's bf16 kernel the CPU has (cpu_kernels/), None where it has none or
+    # kernels are off; and whether attention's matmuls take it with their operands rounded to bf16.
+    cpu_kernels: KernelIsa | None = None
+    cpu_attention: str = "bf16"
+
+    def flags_with(self, lever_flags: tuple[str, ...]) -> tuple[str, ...]:
+        """Every flag for iree-compile: kiln's, then the levers', then the user's (which override both)."""
+        split = len(self.iree_flags) - self.user_flags
+        return (*self.iree_flags[:split], *lever_flags, *self.iree_flags[split:])
 
     def external_weights(self, weight_bytes: int) -> bool:
         """Whether a model with `weight_bytes` of weights keeps them in an .irpa."""
@@ -318,9 +358,46 @@ def resolve(options: CompileOptions) -> ResolvedTarget:
     input_type = ["--iree-input-type=torch"] if handoff == "torch" else []
     flags = (*target.flags(options, arch), *input_type, f"--iree-opt-level={options.opt_level}", *options.extra_iree_flags)
     details = {**target.details(options, arch), "handoff": handoff}
+    cpu_kernels, cpu_attention = _cpu_choices(options, target, handoff, details)
     if options.tuned is not None:
         details["tuned"] = options.tuned
-    return ResolvedTarget(target, arch, handoff, options.params, flags, details)
+    return ResolvedTarget(
+        target,
+        arch,
+        handoff,
+        options.params,
+        flags,
+        details,
+        levers=target.levers,
+        user_flags=len(options.extra_iree_flags),
+        cpu_kernels=cpu_kernels,
+        cpu_attention=cpu_attention,
+    )
+
+
+KERNEL_CHOICES = ("on", "off")
+CPU_ATTENTION_CHOICES = ("f32", "bf16")
+
+
+def _cpu_choices(
+    options: CompileOptions, target: Target, handoff: str, details: dict[str, str]
+) -> tuple[KernelIsa | None, str]:
+    """llvm-cpu: which path of kiln's bf16 kernel applies, attention's precision, the runtime driver;
+    recorded in `details`. The kernel rewrites kiln's linalg, so the torch hand-off leaves it out."""
+    for name, value, known in (
+        ("--kernels", options.kernels, KERNEL_CHOICES),
+        ("--cpu-attention", options.cpu_attention, CPU_ATTENTION_CHOICES),
+        ("--cpu-driver", options.cpu_driver, CPU_DRIVER_CHOICES),
+    ):
+        if value not in known:
+            raise KilnError(f"unknown {name} '{value}'; known: {', '.join(known)}", stage=STAGE)
+    if target.name != "llvm-cpu":
+        return None, "f32"
+    isa = kernel_isa(options.cpu) if options.kernels == "on" and handoff == "linalg" else None
+    details["kernels"] = isa.name if isa is not None else "off"
+    details["cpu_attention"] = options.cpu_attention
+    details["cpu_driver"] = options.cpu_driver
+    return isa, options.cpu_attention
 
 
 WEIGHT_POLICIES = ("auto", "inline", "external")

@@ -6,17 +6,24 @@ compiled for. A missing driver or device is an error that says so, never a hang 
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import os
 import platform
 import re
+import sys
 
 import iree.runtime as rt
 
 from kiln.errors import KilnError
 
-# User-facing device kind -> IREE driver. The CPU artifacts use the multithreaded task driver.
+# User-facing device kind -> IREE driver. CPU artifacts use the multithreaded task driver, and where
+# the compile left the choice to kiln, the single-threaded sync one for calls it finds faster there
+# (kiln.runtime.executors); --cpu-driver fixes one of them.
 DRIVERS: dict[str, str] = {"cpu": "local-task", "cuda": "cuda", "vulkan": "vulkan", "rocm": "hip"}
-KIND_OF_DRIVER: dict[str, str] = {driver: kind for kind, driver in DRIVERS.items()}
+KIND_OF_DRIVER: dict[str, str] = {**{driver: kind for kind, driver in DRIVERS.items()}, "local-sync": "cpu"}
+CPU_DRIVERS = ("local-task", "local-sync")
+CPU_DRIVER_CHOICES = ("auto", *CPU_DRIVERS)  # what a compile may ask for; `auto`: timed per input signature
 NAMES: dict[str, str] = {"cpu": "CPU", "cuda": "CUDA", "vulkan": "Vulkan", "rocm": "ROCm"}
 
 STAGE = "runtime"
@@ -27,8 +34,9 @@ CPU_STACK_ALLOCATION_LIMIT = 128 * 1024
 CPU_WORKER_STACK_BYTES = 2 * CPU_STACK_ALLOCATION_LIMIT
 
 
-def open_device(requested: str | None, artifact_driver: str) -> rt.HalDevice:
-    """Open the device named by `requested` (default: the artifact's own driver)."""
+def open_device(requested: str | None, artifact_driver: str, cpu_features: tuple[str, ...] = ()) -> rt.HalDevice:
+    """Open the device named by `requested` (default: the artifact's own driver); a CPU artifact whose
+    code needs `cpu_features` (LLVM's names) is checked against this CPU first."""
     artifact_kind = KIND_OF_DRIVER.get(artifact_driver, artifact_driver)
     kind, index = _parse(requested or artifact_kind)
     if kind != artifact_kind:
@@ -37,7 +45,7 @@ def open_device(requested: str | None, artifact_driver: str) -> rt.HalDevice:
             stage=STAGE,
             hint=f"load it with device='{artifact_kind}', or recompile with --target for {kind}",
         )
-    driver_name = DRIVERS[kind]
+    driver_name = artifact_driver if kind == "cpu" and artifact_driver in CPU_DRIVERS else DRIVERS[kind]
     # Compiling for a GPU works anywhere; running needs the GPU, its driver library and (Vulkan) the loader.
     cross_compiled = f"copy the .vmfb and its .json to a machine with a {NAMES[kind]} device and load it there"
     try:
@@ -58,6 +66,7 @@ def open_device(requested: str | None, artifact_driver: str) -> rt.HalDevice:
             f"device '{requested}' does not exist: {len(devices)} {kind} device(s) visible", stage=STAGE
         )
     if kind == "cpu":
+        check_cpu_features(cpu_features)
         _reserve_worker_stacks()
         return rt.get_device(driver_name)
     return driver.create_device(devices[index]["device_id"])
@@ -99,6 +108,60 @@ _IREE_STATUS = re.compile(r"\.c:\d+: [A-Z_]+; (.+)")  # ".../cuda_dynamic_symbol
 def _reserve_worker_stacks() -> None:
     """Must run before the first CPU device is made: IREE reads the flag when it starts its workers."""
     rt.flags.parse_flags(f"--task_worker_stack_size={CPU_WORKER_STACK_BYTES}")
+
+
+# /proc/cpuinfo's names for the LLVM feature names manifests record (kiln's CPU kernels need these).
+CPUINFO_FLAGS = {"amx-tile": "amx_tile", "amx-bf16": "amx_bf16", "avx512bf16": "avx512_bf16"}
+
+
+def check_cpu_features(features: tuple[str, ...]) -> None:
+    """Raise unless this CPU has `features`; where the artifact has kiln's CPU kernels and the CPU has AMX,
+    ask Linux for AMX state first: the kernel takes its AMX path wherever the CPU has AMX, and an AMX
+    instruction without that permission kills the process (SIGILL)."""
+    if not features:
+        return
+    flags = host_cpu_flags()
+    missing = [feature for feature in features if CPUINFO_FLAGS.get(feature, feature) not in flags]
+    if missing:
+        raise KilnError(
+            f"this artifact's code needs CPU features this CPU lacks: {', '.join(missing)} ({host_cpu_model()})",
+            stage=STAGE,
+            hint="recompile for this CPU (--cpu host), or with --kernels off to leave kiln's bf16 kernels out",
+        )
+    if "amx_tile" in flags:
+        refused = request_amx()
+        if refused is not None:
+            raise KilnError(
+                f"this artifact runs kiln's AMX kernel, and Linux refused AMX state to this process ({refused})",
+                stage=STAGE,
+                hint="AMX needs Linux 5.16 or later; or recompile with --kernels off",
+            )
+
+
+@functools.cache
+def request_amx() -> str | None:
+    """Ask Linux for AMX tile data state, once per process; None when granted, else why not."""
+    if sys.platform != "linux" or platform.machine() != "x86_64":
+        return f"not x86-64 Linux ({sys.platform}, {platform.machine()})"
+    libc = ctypes.CDLL(None, use_errno=True)
+    # arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA): syscall 158, 0x1023, 18
+    if libc.syscall(158, 0x1023, 18) == 0:
+        return None
+    errno = ctypes.get_errno()
+    return f"arch_prctl(ARCH_REQ_XCOMP_PERM) failed: {os.strerror(errno)}"
+
+
+@functools.cache
+def host_cpu_flags() -> frozenset[str]:
+    """This machine's CPU flags as /proc/cpuinfo lists them (empty where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
 
 
 def host_cpu_model() -> str:

@@ -79,6 +79,12 @@ class Manifest:
     source: dict[str, str] = field(default_factory=dict)  # {"path": ..., "sha256": ...}
     precision: str | None = None  # "bf16"/"f16" when compiled from an f32 model with --dtype
     parameters: dict[str, int] | None = None  # external weights {"count", "bytes"}, in <stem>.irpa
+    # One entry per contraction a kiln kernel could compute: which code computes it ("kiln": kernel,
+    # tiles, grid; or "iree") and why. Empty where kiln has no kernels for the target or model.
+    kernels: tuple[dict[str, Any], ...] = ()
+    # CPU features (LLVM's names) the artifact's code needs beyond its target's baseline: kiln's CPU
+    # kernels' (amx-bf16, avx512bf16). The runtime checks them, and asks Linux for AMX state, at load.
+    cpu_features: tuple[str, ...] = ()
     format_version: int = FORMAT_VERSION
 
     @property
@@ -108,6 +114,8 @@ class Manifest:
         data: dict[str, Any] = json.loads(text)
         data["functions"] = tuple(function_spec(f) for f in data["functions"])
         data["iree_flags"] = tuple(data["iree_flags"])
+        data["kernels"] = tuple(data.get("kernels", ()))
+        data["cpu_features"] = tuple(data.get("cpu_features", ()))
         return Manifest(**data)
 
 

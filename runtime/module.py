@@ -50,7 +50,7 @@ class LoadedModule:
         parameters: Path | dict[str, np.ndarray] | None = None,
     ) -> None:
         self.manifest = manifest
-        self.device = open_device(device, manifest.driver)
+        self.device = open_device(device, manifest.driver, manifest.cpu_features)
         kind, index = placement(device, manifest.driver)
         self.boundary = boundary_for(self.device, kind, index)
         instance = rt.VmInstance()
@@ -71,7 +71,7 @@ class LoadedModule:
                 stage=STAGE,
                 hint=f"it was built for {manifest.target_details}; recompile for this device",
             ) from exc
-        if kind == "cpu":
+        if kind == "cpu" and manifest.target_details.get("cpu_driver", "auto") == "auto":  # else --cpu-driver chose
             executor: Executor = CpuExecutor(context, lambda: Context(instance, open_sync_cpu(), modules, "local-sync"))
         else:
             executor = Executor(context)

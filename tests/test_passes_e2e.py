@@ -19,6 +19,7 @@ from torch import nn
 
 from kiln.compiler import CompileOptions, load_model_file, run_pipeline, spec_from_module
 from kiln.compiler.dispatches import count_dispatches
+from kiln.compiler.targets import TARGETS
 from kiln.errors import KilnError
 from kiln.passes import DEFAULT_PIPELINE, TORCH_MLIR_PIPELINE
 
@@ -75,12 +76,24 @@ def inputs_for(makers: tuple[Callable[[], torch.Tensor], ...], seed: int) -> tup
     return tuple(make() for make in makers)
 
 
+# Passes llvm-cpu leaves out (targets.py): each fires for cuda, and the CPU compiles on from there.
+CPU_OFF = TARGETS["llvm-cpu"].passes_off
+
+
 @pytest.mark.parametrize("pass_name", sorted(CASES))
 def test_pass_fires_in_the_default_pipeline_and_matches_eager(pass_name, tmp_path):
     function, makers = CASES[pass_name]
     model = Function(function)
     spec = spec_from_module(model, inputs_for(makers, seed=0))
-    compilation = run_pipeline(spec, CompileOptions(dump_dir=tmp_path, print_after_all=True))
+    if pass_name in CPU_OFF:
+        cuda = CompileOptions(target="cuda", dump_dir=tmp_path, print_after_all=True, stop_after="simplified")
+        run_pipeline(spec, cuda)
+        cpu = tmp_path / "cpu"
+        run_pipeline(spec, CompileOptions(dump_dir=cpu, print_after_all=True, stop_after="simplified"))
+        assert not list(cpu.glob(f"*.after-{pass_name}.mlir")), f"llvm-cpu ran {pass_name}"
+        compilation = run_pipeline(None, CompileOptions(start_from=tmp_path / "03-simplified.mlir"))
+    else:
+        compilation = run_pipeline(spec, CompileOptions(dump_dir=tmp_path, print_after_all=True))
     assert compilation.compiled is not None
     before, after = module_around(pass_name, tmp_path)
     assert before.read_text() != after.read_text(), f"{pass_name} left the module unchanged"

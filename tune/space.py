@@ -25,7 +25,7 @@ from kiln.passes import PIPELINES, parse_pipeline
 STAGE = "tune"
 
 # The CompileOptions fields a choice may set, each from its text form (what the cache stores).
-OPTION_FIELDS = ("handoff", "opt_level", "pipeline")
+OPTION_FIELDS = ("handoff", "opt_level", "pipeline", "kernels", "cpu_attention", "cpu_driver")
 
 
 @dataclass(frozen=True)
@@ -115,16 +115,51 @@ def _common(target: str) -> tuple[Knob, ...]:
 
 
 def _llvm_cpu() -> tuple[Knob, ...]:
+    """llvm-cpu's knobs, from the 16-core host's measurements (benchmarks/NOTES.md): each default wins on
+    most models, and each other choice won on some (inner-tiled on f32 matmuls, the torch hand-off with
+    channels-last on ResNet-18 in f32, bf16 attention on the transformer blocks)."""
     return (
         *_common("llvm-cpu"),
-        _flag(
+        Knob(
             "data-tiling",
-            "matmul operands relaid out in tiles that fit the CPU's registers (off in IREE 3.13 by default)",
-            "--iree-opt-data-tiling",
-            "off",
-            "on=true",
+            "matmul operands relaid out in tiles that fit the CPU's registers (kiln's default: IREE's "
+            "dispatch-creation path; global: its global-optimization path)",
+            (
+                Choice("on"),
+                Choice("global", iree_flags=("--iree-opt-data-tiling=false", "--iree-global-opt-data-tiling=true")),
+                Choice("off", iree_flags=("--iree-opt-data-tiling=false",)),
+            ),
+        ),
+        Knob(
+            "inner-tiled",
+            "data-tiled matmuls lowered to IREE's inner_tiled ops and LLVM microkernels (IREE 3.13 fails on some models)",
+            (
+                Choice("off"),
+                Choice("on", iree_flags=("--iree-llvmcpu-enable-inner-tiled=true", "--iree-llvmcpu-enable-llvm-ukernels=inner_tiled")),
+            ),
+        ),
+        Knob(
+            "channels-last",
+            "IREE's NCHW convolutions computed as NHWC (kiln's default where there are convolutions)",
+            (Choice("on"), Choice("off", iree_flags=("--iree-preprocessing-pass-pipeline=builtin.module()",))),
         ),
         _flag("ukernels", "IREE's hand-written microkernels (mmt4d, ...)", "--iree-llvmcpu-enable-ukernels", "default", "all", "none"),
+        Knob(
+            "kernels",
+            "kiln's own bf16 convolution and matmul kernel (AMX or AVX512-BF16), or IREE's code for all",
+            (Choice("on"), Choice("off", options=(("kernels", "off"),))),
+        ),
+        Knob(
+            "cpu-attention",
+            "bf16 models: attention's matmuls on kiln's kernel with operands in bf16, as eager PyTorch "
+            "computes them, or in f32 (kiln's linalg, IREE's code)",
+            (Choice("bf16"), Choice("f32", options=(("cpu_attention", "f32"),))),
+        ),
+        Knob(
+            "driver",
+            "IREE's runtime driver: the faster per input signature, timed by the runtime (auto), the thread pool, or the caller's thread",
+            (Choice("auto"), Choice("local-task", options=(("cpu_driver", "local-task"),)), Choice("local-sync", options=(("cpu_driver", "local-sync"),))),
+        ),
     )
 
 

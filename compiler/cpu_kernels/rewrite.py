@@ -1,0 +1,590 @@
+"""Route a module's bf16 contractions to kiln's CPU kernel: a rewrite of the linalg hand-off text.
+
+The module is parsed in IREE's own MLIR context (`iree.compiler.ir`, which knows the flow and stream
+ops the kernel's dispatch is written in). Each contraction that matches becomes a call to a private
+function, which IREE inlines, holding the layout changes, the weight packing and the dispatch:
+
+- `linalg.conv_2d_nchw_fchw`, bf16 x bf16 -> f32, dilation 1, one stride, cin % 32 == 0: the padded
+  input to NHWC, the implicit-GEMM dispatch, the result back to NCHW plus the op's init (a bias).
+- `linalg.matmul` as kiln lowers a bf16 Linear: extf(x) @ extf(transpose(W)), K % 32 == 0. Activations
+  kiln computed in f32 but rounded through bf16 (a GELU between two Linears) are truncated to bf16,
+  which is exact, and IREE fuses into their producer.
+- `linalg.batch_matmul` whose right side is one bf16 weight broadcast over the batch: one GEMM.
+- With `attention`, a `linalg.batch_matmul` of two activations in a bf16 model (attention's Q K^T and
+  P V, which kiln's linalg computes in f32): both are rounded to bf16, as eager PyTorch's bf16
+  attention computes them (its softmax output goes to the second matmul in bf16). kiln's default;
+  `--cpu-attention f32` keeps kiln's more precise f32 attention.
+
+In a module where the kernel takes something, NCHW poolings become NHWC ones between transposes too
+(IREE's code): IREE then cancels the transposes of a conv-pool-conv chain, which stays in NHWC.
+
+The weight packing sits on the weight's value (a constant or a parameter global), so IREE hoists it
+into an initializer: it runs once, at load time. Everything that does not match stays with IREE,
+and each bf16 contraction gets a Decision saying what computes it and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from iree.compiler import ir
+from iree.compiler.dialects import func
+
+from . import mlir
+from .features import KernelIsa
+from .geometry import Call, conv_call, matmul_call, row_window, row_window_call
+
+# A convolution whose input channels are not a multiple of 32 is computed as a row window (geometry.py)
+# unless the window's rounding to 32 would make over this many times the multiply-adds.
+MAX_WINDOW_WASTE = 4
+# Poolings next to the kernel's NHWC convolutions are computed in NHWC too (IREE's code), so that the
+# transposes around them cancel against the convolutions' instead of being left in between.
+POOLINGS = ("linalg.pooling_nchw_max", "linalg.pooling_nchw_sum")
+CONTRACTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.matmul", "linalg.batch_matmul")
+# Other contractions kiln's linalg has for bf16 models, listed in the report as IREE's.
+OTHERS = {
+    "linalg.depthwise_conv_2d_nchw_chw": "a depthwise convolution is not a GEMM",
+    "linalg.conv_2d_nhwc_hwcf": "kiln's kernel takes the NCHW convolutions kiln's linalg has",
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What computes one bf16 contraction of the module: kiln's kernel or IREE's code, and why."""
+
+    op: str  # e.g. "linalg.conv_2d_nchw_fchw"
+    label: str  # the shapes, e.g. "32x64x58x58 * 64x64x3x3 stride 1"
+    code: str  # "kiln" or "iree"
+    why: str
+    call: Call | None = None  # the kernel's geometry and tiling, for "kiln"
+
+    def record(self) -> dict[str, Any]:
+        """The manifest's entry for it (the same fields as kiln's GPU kernels', where they apply)."""
+        record: dict[str, Any] = {"contraction": f"{self.op} {self.label}", "code": self.code, "why": self.why}
+        if self.call is not None:
+            record.update(
+                kernel=f"{mlir.EXECUTABLE}::{mlir.EXPORT}",
+                tiles=self.call.tiles,
+                grid=list(self.call.grid),
+                gflop=round(self.call.flops / 1e9, 3),
+            )
+        return record
+
+
+@dataclass(frozen=True)
+class Substitution:
+    """The rewritten module text and a Decision per bf16 contraction."""
+
+    text: str
+    decisions: tuple[Decision, ...]
+
+    @property
+    def taken(self) -> int:
+        return sum(decision.code == "kiln" for decision in self.decisions)
+
+    def records(self) -> tuple[dict[str, Any], ...]:
+        return tuple(decision.record() for decision in self.decisions)
+
+    def report(self) -> str:
+        """A markdown table: every bf16 contraction, what computes it, why."""
+        lines = ["| contraction | code | tiles | grid | GFLOP | why |", "|---|---|---|---|---|---|"]
+        for record in self.records():
+            lines.append(
+                f"| {record['contraction']} | {record['code']} | {record.get('tiles', '')} | "
+                f"{record.get('grid', '')} | {record.get('gflop', '')} | {record['why']} |"
+            )
+        return "\n".join(lines) + "\n"
+
+
+def substitute(text: str, isa: KernelIsa, attention: bool = False, locations: bool = True) -> Substitution:
+    """`text` (kiln's linalg hand-off) with the bf16 contractions that match routed to the kernel;
+    printed with source locations (the model's lines, for IREE's messages) unless `locations` is off."""
+    with ir.Context():
+        module = ir.Module.parse(text)
+        rewriter = _Rewriter(module, isa, attention)
+        rewriter.run()
+        if rewriter.taken:
+            module.operation.verify()
+        if rewriter.taken or not locations:
+            text = module.operation.get_asm(enable_debug_info=locations)
+        return Substitution(text, tuple(rewriter.decisions))
+
+
+# -- reading the module ---------------------------------------------------------------------------
+
+
+def _shape(value: ir.Value) -> list[int]:
+    return list(ir.RankedTensorType(value.type).shape)
+
+
+def _element(value: ir.Value) -> str:
+    return str(ir.RankedTensorType(value.type).element_type)
+
+
+def _static(value: ir.Value) -> bool:
+    return isinstance(value.type, ir.RankedTensorType) and value.type.has_static_shape
+
+
+def _producer(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    return owner if isinstance(owner, ir.Operation) else owner.operation
+
+
+def _name(op: ir.Operation | None) -> str:
+    return op.name if op is not None else ""
+
+
+def _body(generic: ir.Operation) -> list[ir.Operation]:
+    return [op.operation for op in generic.regions[0].blocks[0].operations]
+
+
+def _is_zero_fill(value: ir.Value) -> bool:
+    fill = _producer(value)
+    if _name(fill) != "linalg.fill":
+        return False
+    scalar = _producer(fill.operands[0])
+    if _name(scalar) != "arith.constant":
+        return False
+    attribute = scalar.attributes["value"]
+    return isinstance(attribute, ir.FloatAttr) and attribute.value == 0.0
+
+
+def _is_identity(attribute: ir.Attribute) -> bool:
+    affine = ir.AffineMapAttr(attribute).value
+    return [str(e) for e in affine.results] == [f"d{i}" for i in range(affine.n_dims)]
+
+
+def _widened_from_bf16(value: ir.Value) -> ir.Value | None:
+    """The bf16 tensor that f32 `value` is a plain extf of, else None."""
+    generic = _producer(value)
+    if _name(generic) != "linalg.generic" or len(generic.operands) != 2:
+        return None
+    if [op.name for op in _body(generic)] != ["arith.extf", "linalg.yield"]:
+        return None
+    source = generic.operands[0]
+    if _element(source) != "bf16" or _shape(source) != _shape(value):
+        return None
+    if not all(_is_identity(m) for m in generic.attributes["indexing_maps"]):
+        return None
+    return source
+
+
+def _bf16_valued(value: ir.Value) -> bool:
+    """Whether f32 `value` is made by a generic that yields extf of a bf16 value: exact in bf16."""
+    generic = _producer(value)
+    if _name(generic) != "linalg.generic" or len(generic.results) != 1:
+        return False
+    yielded = _producer(_body(generic)[-1].operands[0])
+    return _name(yielded) == "arith.extf" and str(yielded.operands[0].type) == "bf16"
+
+
+def _involves_bf16(op: ir.Operation) -> bool:
+    return any(
+        isinstance(v.type, ir.RankedTensorType) and (_element(v) == "bf16" or _widened_from_bf16(v) is not None)
+        for v in list(op.operands)[:2]
+    )
+
+
+def _label(op: ir.Operation) -> str:
+    shapes = " * ".join("x".join(map(str, _shape(v))) for v in list(op.operands)[:2] if _static(v))
+    if op.name.startswith("linalg.conv"):
+        strides = list(ir.DenseIntElementsAttr(op.attributes["strides"]))
+        shapes += f" stride {strides[0] if len(set(strides)) == 1 else strides}"
+    return shapes
+
+
+# -- rewriting --------------------------------------------------------------------------------------
+
+
+class _Skip(Exception):
+    """The op stays with IREE, for the reason given."""
+
+
+class _Rewriter:
+    def __init__(self, module: ir.Module, isa: KernelIsa, attention: bool) -> None:
+        self.module = module
+        self.isa = isa
+        self.attention = attention
+        self.decisions: list[Decision] = []
+        self.taken = 0
+        self.poolings = 0
+
+    def run(self) -> None:
+        ops: list[ir.Operation] = []
+
+        def visit(op: ir.Operation) -> ir.WalkResult:
+            if op.name in CONTRACTIONS or op.name in OTHERS or op.name in POOLINGS:
+                ops.append(op)
+            return ir.WalkResult.ADVANCE
+
+        self.module.operation.walk(visit)
+        # A module with bf16 contractions is a bf16 model: its f32 contractions (attention's, on f32
+        # values kiln computed from bf16 ones) are listed too. An f32 model has nothing to list.
+        poolings = [op for op in ops if op.name in POOLINGS]
+        ops = [op for op in ops if op.name not in POOLINGS]
+        if not any(_involves_bf16(op) for op in ops):
+            return
+        for op in ops:
+            name, label = op.name, _label(op)  # read before the op is replaced
+            if name in OTHERS:
+                self.decisions.append(Decision(name, label, "iree", OTHERS[name]))
+                continue
+            rewrite = {"linalg.conv_2d_nchw_fchw": self._conv, "linalg.matmul": self._matmul}.get(name, self._batch_matmul)
+            try:
+                call = rewrite(op)
+            except _Skip as why:
+                self.decisions.append(Decision(name, label, "iree", str(why)))
+                continue
+            self.taken += 1
+            self.decisions.append(Decision(name, label, "kiln", f"{self.isa.name} path of kiln_amx.c", call))
+        if self.taken:
+            self._add(mlir.executable())
+            for op in poolings:
+                self._pooling(op)
+
+    def _add(self, text: str) -> None:
+        """Put the ops of `text` (module-level) at the start of the module."""
+        snippet = ir.Module.parse(f"module {{\n{text}\n}}", self.module.context)
+        first = self.module.body.operations[0]
+        for child in list(snippet.body.operations):
+            child.operation.move_before(first)
+
+    def _replace(self, op: ir.Operation, name: str, operands: list[ir.Value], definition: str) -> None:
+        """Define private function `name` and call it with `operands` in place of `op`."""
+        self._add(definition)
+        with ir.InsertionPoint(op), op.location:
+            call = func.CallOp([op.results[0].type], ir.FlatSymbolRefAttr.get(name), operands)
+        op.results[0].replace_all_uses_with(call.results[0])
+        op.erase()
+
+    def _function_name(self, kind: str) -> str:
+        return f"kiln_cpu_{kind}_{self.taken}"
+
+    # -- convolutions
+
+    def _conv(self, op: ir.Operation) -> Call:
+        x, w, init = op.operands[0], op.operands[1], op.operands[2]
+        if not all(_static(v) for v in (x, w, init)):
+            raise _Skip("dynamic shapes")
+        if (_element(x), _element(w), _element(init)) != ("bf16", "bf16", "f32"):
+            raise _Skip(f"{_element(x)} x {_element(w)} -> {_element(init)}, not bf16 x bf16 -> f32")
+        if set(ir.DenseIntElementsAttr(op.attributes["dilations"])) != {1}:
+            raise _Skip("dilated")
+        strides = set(ir.DenseIntElementsAttr(op.attributes["strides"]))
+        if len(strides) != 1:
+            raise _Skip("different strides along height and width")
+        nb, cin, hp, wp = _shape(x)
+        cout, _, kh, kw = _shape(w)
+        stride = strides.pop()
+        if cin % 32 == 0:
+            call = conv_call(nb, hp, wp, cin, cout, kh, kw, stride)
+        elif row_window(kw, cin) <= MAX_WINDOW_WASTE * kw * cin:
+            call = row_window_call(nb, hp, wp, cin, cout, kh, kw, stride)
+        else:
+            raise _Skip(f"{cin} input channels x {kw} columns: a row window would be over {MAX_WINDOW_WASTE}x zeros")
+        zero = _is_zero_fill(init)
+        fresh = mlir.Namer()
+        # The input's zero padding is done after the change to NHWC, so that IREE can fold that
+        # transpose into the producer (a pad between them keeps it from doing so).
+        source, low, high = _unpadded(x)
+        _, _, h, w_ = _shape(source)
+        if call.hp != hp:  # a row window reads up to a row past the input's end: one more zero row
+            high = [high[0] + call.hp - hp, high[1]]
+        nhwc = f"tensor<{nb}x{h}x{w_}x{cin}xbf16>"
+        out = f"tensor<{nb}x{cout}x{call.oh}x{call.ow}xf32>"
+        body = [
+            f"%te = tensor.empty() : {nhwc}",
+            f"%t = linalg.transpose ins(%x : {source.type}) outs(%te : {nhwc}) permutation = [0, 2, 3, 1]",
+        ]
+        nhwc_value = "%t"
+        if any(low) or any(high):
+            body += [
+                "%pz = arith.constant 0.0 : bf16",
+                f"%tp = tensor.pad %t low[0, {low[0]}, {low[1]}, 0] high[0, {high[0]}, {high[1]}, 0] {{\n"
+                "    ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):\n      tensor.yield %pz : bf16\n"
+                f"    }} : {nhwc} to tensor<{nb}x{call.hp}x{wp}x{cin}xbf16>",
+            ]
+            nhwc_value = "%tp"
+        lines, packed = mlir.pack_weights("%w", call, "oihw", fresh, conv=(cin, kh, kw))
+        body += lines
+        lines, y = mlir.dispatch(nhwc_value, packed, call, fresh)
+        body += lines
+        body += _nchw_result(y, call, None if zero else "%init")
+        name = self._function_name("conv")
+        arguments = f"%x: {source.type}, %w: {w.type}" + ("" if zero else f", %init: {out}")
+        self._replace(op, name, [source, w] if zero else [source, w, init], _function(name, arguments, out, body))
+        return call
+
+    def _pooling(self, op: ir.Operation) -> None:
+        """`op` (NCHW) as the same pooling in NHWC between transposes, its padding moved after the first."""
+        x, window, init = op.operands[0], op.operands[1], op.operands[2]
+        if not all(_static(v) for v in (x, window, init)):
+            return
+        fill = _producer(init)
+        if _name(fill) != "linalg.fill" or _name(_producer(fill.operands[0])) != "arith.constant":
+            return
+        value = _producer(fill.operands[0]).attributes["value"]
+        source, low, high, padding = _padded_by_constant(x)
+        nb, c, h, w = _shape(source)
+        _, _, oh, ow = _shape(init)
+        element = _element(x)
+        kind = op.name.removeprefix("linalg.pooling_nchw_")
+        nhwc_in, nhwc_out = f"tensor<{nb}x{h}x{w}x{c}x{element}>", f"tensor<{nb}x{oh}x{ow}x{c}x{element}>"
+        hp, wp = h + low[0] + high[0], w + low[1] + high[1]
+        body = [
+            f"%te = tensor.empty() : {nhwc_in}",
+            f"%t = linalg.transpose ins(%x : {source.type}) outs(%te : {nhwc_in}) permutation = [0, 2, 3, 1]",
+        ]
+        pooled_in = "%t"
+        if any(low) or any(high):
+            body += [
+                f"%pv = arith.constant {padding}",
+                f"%tp = tensor.pad %t low[0, {low[0]}, {low[1]}, 0] high[0, {high[0]}, {high[1]}, 0] {{\n"
+                f"    ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):\n      tensor.yield %pv : {element}\n"
+                f"    }} : {nhwc_in} to tensor<{nb}x{hp}x{wp}x{c}x{element}>",
+            ]
+            pooled_in = "%tp"
+        strides, dilations = op.attributes["strides"], op.attributes["dilations"]
+        body += [
+            f"%fv = arith.constant {value}",
+            f"%oe = tensor.empty() : {nhwc_out}",
+            f"%of = linalg.fill ins(%fv : {element}) outs(%oe : {nhwc_out}) -> {nhwc_out}",
+            f"%p = linalg.pooling_nhwc_{kind} {{dilations = {dilations}, strides = {strides}}} "
+            f"ins({pooled_in}, %w : tensor<{nb}x{hp}x{wp}x{c}x{element}>, {window.type}) outs(%of : {nhwc_out}) -> {nhwc_out}",
+            f"%re = tensor.empty() : {init.type}",
+            f"%r = linalg.transpose ins(%p : {nhwc_out}) outs(%re : {init.type}) permutation = [0, 3, 1, 2]",
+            f"return %r : {init.type}",
+        ]
+        name = f"kiln_cpu_pooling_{self.poolings}"
+        self.poolings += 1
+        self._replace(op, name, [source, window], _function(name, f"%x: {source.type}, %w: {window.type}", str(init.type), body))
+
+    # -- matmuls
+
+    def _matmul(self, op: ir.Operation) -> Call:
+        a, b, init = op.operands[0], op.operands[1], op.operands[2]
+        if not all(_static(v) for v in (a, b, init)):
+            raise _Skip("dynamic shapes")
+        if _element(init) != "f32":
+            raise _Skip(f"{_element(init)} result, not f32")
+        m, k = _shape(a)
+        n = _shape(b)[1]
+        if k % 32:
+            raise _Skip(f"K = {k}, not a multiple of 32")
+        b16 = _widened_from_bf16(b) if _element(b) == "f32" else b if _element(b) == "bf16" else None
+        if b16 is None:
+            raise _Skip("the right operand is not bf16")
+        weight, layout = _weight_of(b16)
+        a16, truncate = _activations(a)
+        return self._gemm(op, a16, truncate, [m, k], weight, layout, n, init)
+
+    def _batch_matmul(self, op: ir.Operation) -> Call:
+        a, b, init = op.operands[0], op.operands[1], op.operands[2]
+        if not all(_static(v) for v in (a, b, init)):
+            raise _Skip("dynamic shapes")
+        if _element(init) != "f32":
+            raise _Skip(f"{_element(init)} result, not f32")
+        batch, m, k = _shape(a)
+        n = _shape(b)[2]
+        if k % 32:
+            raise _Skip(f"K = {k}, not a multiple of 32")
+        broadcast = _producer(b)
+        shared = (
+            _name(broadcast) == "linalg.generic"
+            and len(broadcast.operands) == 2
+            and _element(b) == "bf16"
+            and [o.name for o in _body(broadcast)] == ["linalg.yield"]
+            and "(d0, d1, d2) -> (d1, d2)" in str(broadcast.attributes["indexing_maps"])
+        )
+        if shared:
+            weight, layout = _weight_of(broadcast.operands[0])
+            a16, truncate = _activations(a)
+            return self._gemm(op, a16, truncate, [batch, m, k], weight, layout, n, init)
+        if not self.attention:
+            raise _Skip("both operands are activations (attention), kept in f32 (--cpu-attention f32)")
+        return self._attention(op, a, b, batch, m, k, n, init)
+
+    def _gemm(
+        self,
+        op: ir.Operation,
+        a16: ir.Value,
+        truncate: bool,
+        a_shape: list[int],
+        weight: ir.Value,
+        layout: str,
+        n: int,
+        init: ir.Value,
+    ) -> Call:
+        """`op` as one GEMM of the activations [..., M, K] (bf16, or bf16-valued f32) by a packed weight."""
+        k = a_shape[-1]
+        m = 1
+        for size in a_shape[:-1]:
+            m *= size
+        extra = mlir.row_padding(k)
+        call = matmul_call(m, k, n, pixel_stride=k + extra)
+        fresh = mlir.Namer()
+        a_type = f"tensor<{mlir.dims(a_shape)}x{'f32' if truncate else 'bf16'}>"
+        out = f"tensor<{mlir.dims([*a_shape[:-1], n])}xf32>"
+        body, x = [], "%a"
+        if len(a_shape) == 3:
+            body.append(f"%a2 = tensor.collapse_shape %a [[0, 1], [2]] : {a_type} into tensor<{m}x{k}x{'f32' if truncate else 'bf16'}>")
+            x = "%a2"
+        if truncate:
+            lines, x = mlir.truncate(x, [m, k], fresh)
+            body += lines
+        lines, packed = mlir.pack_weights("%w", call, layout, fresh)
+        body += lines
+        lines, x = mlir.pad_last(x, [m, k], extra, fresh)
+        body += lines
+        rows, strip = call.oh, call.ow
+        body.append(
+            f"%x = tensor.expand_shape {x} [[0, 1, 2], [3]] output_shape [1, {rows}, {strip}, {k + extra}] : "
+            f"tensor<{m}x{k + extra}xbf16> into tensor<1x{rows}x{strip}x{k + extra}xbf16>"
+        )
+        lines, y = mlir.dispatch("%x", packed, call, fresh)
+        body += lines
+        body.append(f"%r = tensor.collapse_shape {y} [[0, 1, 2], [3]] : tensor<1x{rows}x{strip}x{n}xf32> into tensor<{m}x{n}xf32>")
+        result = "%r"
+        if len(a_shape) == 3:
+            body.append(
+                f"%r3 = tensor.expand_shape %r [[0, 1], [2]] output_shape [{a_shape[0]}, {a_shape[1]}, {n}] : "
+                f"tensor<{m}x{n}xf32> into {out}"
+            )
+            result = "%r3"
+        zero = _is_zero_fill(init)
+        if not zero:
+            lines, result = _add_init(result, "%init", [*a_shape[:-1], n], fresh)
+            body += lines
+        body.append(f"return {result} : {out}")
+        name = self._function_name("matmul")
+        arguments = f"%a: {a_type}, %w: {weight.type}" + ("" if zero else f", %init: {out}")
+        self._replace(op, name, [a16, weight] if zero else [a16, weight, init], _function(name, arguments, out, body))
+        return call
+
+    def _attention(
+        self, op: ir.Operation, a: ir.Value, b: ir.Value, batch: int, m: int, k: int, n: int, init: ir.Value
+    ) -> Call:
+        """A batch matmul of two activations, both rounded to bf16; the right one packed on every call."""
+        extra = mlir.row_padding(k)
+        call = matmul_call(m, k, n, batch=batch, batched=True, pixel_stride=k + extra)
+        strip = call.ow
+        fresh = mlir.Namer()
+        body, names = [], {}
+        for label, value, shape in (("a", a, [batch, m, k]), ("b", b, [batch, k, n])):
+            names[label] = f"%{label}"
+            if _element(value) != "bf16":
+                lines, names[label] = mlir.truncate(f"%{label}", shape, fresh)
+                body += lines
+        lines, packed = mlir.pack_batched(names["b"], call, fresh)
+        body += lines
+        lines, rows = mlir.pad_last(names["a"], [batch, m, k], extra, fresh)
+        body += lines
+        kx = k + extra
+        body.append(
+            f"%x = tensor.expand_shape {rows} [[0], [1, 2], [3]] output_shape [{batch}, {m // strip}, {strip}, {kx}] : "
+            f"tensor<{batch}x{m}x{kx}xbf16> into tensor<{batch}x{m // strip}x{strip}x{kx}xbf16>"
+        )
+        lines, y = mlir.dispatch("%x", packed, call, fresh)
+        body += lines
+        out = f"tensor<{batch}x{m}x{n}xf32>"
+        body.append(f"%r = tensor.collapse_shape {y} [[0], [1, 2], [3]] : tensor<{batch}x{m // strip}x{strip}x{n}xf32> into {out}")
+        result = "%r"
+        zero = _is_zero_fill(init)
+        if not zero:
+            lines, result = _add_init(result, "%init", [batch, m, n], fresh)
+            body += lines
+        body.append(f"return {result} : {out}")
+        name = self._function_name("attention")
+        arguments = f"%a: {a.type}, %b: {b.type}" + ("" if zero else f", %init: {out}")
+        self._replace(op, name, [a, b] if zero else [a, b, init], _function(name, arguments, out, body))
+        return call
+
+
+def _unpadded(x: ir.Value) -> tuple[ir.Value, list[int], list[int]]:
+    """The NCHW tensor `x` zero-pads in height and width, with the low and high padding; else `x`, 0s."""
+    source, low, high, value = _padded_by_constant(x)
+    if value is not None and not (isinstance(value, ir.FloatAttr) and value.value == 0.0):
+        return x, [0, 0], [0, 0]
+    return source, low, high
+
+
+def _padded_by_constant(x: ir.Value) -> tuple[ir.Value, list[int], list[int], ir.Attribute | None]:
+    """The NCHW tensor `x` pads in height and width with a constant, the low and high padding and the
+    constant; else `x`, 0s and None."""
+    pad = _producer(x)
+    none = (x, [0, 0], [0, 0], None)
+    if _name(pad) != "tensor.pad" or len(pad.operands) != 1 or not _static(pad.operands[0]):
+        return none
+    low = list(ir.DenseI64ArrayAttr(pad.attributes["static_low"]))
+    high = list(ir.DenseI64ArrayAttr(pad.attributes["static_high"]))
+    constant = _producer(_body(pad)[-1].operands[0])
+    if _name(constant) != "arith.constant" or low[:2] != [0, 0] or high[:2] != [0, 0] or min(low + high) < 0:
+        return none
+    return pad.operands[0], low[2:], high[2:], constant.attributes["value"]
+
+
+def _weight_of(b16: ir.Value) -> tuple[ir.Value, str]:
+    """The weight behind a bf16 [K, N] right operand: W [N, K] when it is W's transpose, else itself."""
+    transpose = _producer(b16)
+    if _name(transpose) == "linalg.transpose" and list(ir.DenseI64ArrayAttr(transpose.attributes["permutation"])) == [1, 0]:
+        return transpose.operands[0], "nk"
+    return b16, "kn"
+
+
+def _activations(a: ir.Value) -> tuple[ir.Value, bool]:
+    """The bf16 activations behind a matmul's left operand, and whether they must be truncated (exactly)."""
+    if _element(a) == "bf16":
+        return a, False
+    widened = _widened_from_bf16(a)
+    if widened is not None:
+        return widened, False
+    if _bf16_valued(a):
+        return a, True
+    raise _Skip("the left operand is f32 with values that are not all bf16")
+
+
+def _nchw_result(y: str, call: Call, init: str | None) -> list[str]:
+    """Lines turning the kernel's NHWC f32 result into the op's NCHW result (plus `init`), returned."""
+    nb, cout, oh, ow = call.nb, call.cout, call.oh, call.ow
+    out = f"tensor<{nb}x{cout}x{oh}x{ow}xf32>"
+    nhwc_map = "affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>"
+    identity = "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>"
+    parallel = ", ".join(['"parallel"'] * 4)
+    if init is None:
+        return [
+            f"%re = tensor.empty() : {out}",
+            f"%r = linalg.transpose ins({y} : tensor<{nb}x{oh}x{ow}x{cout}xf32>) outs(%re : {out}) permutation = [0, 3, 1, 2]",
+            f"return %r : {out}",
+        ]
+    return [
+        f"%re = tensor.empty() : {out}",
+        f"%r = linalg.generic {{indexing_maps = [{nhwc_map}, {identity}, {identity}], iterator_types = [{parallel}]}} "
+        f"ins({y}, {init} : tensor<{nb}x{oh}x{ow}x{cout}xf32>, {out}) outs(%re : {out}) {{\n"
+        "    ^bb0(%v: f32, %i: f32, %o: f32):\n      %s = arith.addf %v, %i : f32\n      linalg.yield %s : f32\n"
+        f"    }} -> {out}",
+        f"return %r : {out}",
+    ]
+
+
+def _add_init(value: str, init: str, shape: list[int], fresh: mlir.Namer) -> tuple[list[str], str]:
+    """Lines adding a contraction's (non-zero) init to its result, elementwise in f32."""
+    rank = len(shape)
+    identity = f"affine_map<({', '.join(f'd{i}' for i in range(rank))}) -> ({', '.join(f'd{i}' for i in range(rank))})>"
+    parallel = ", ".join(['"parallel"'] * rank)
+    tensor = f"tensor<{mlir.dims(shape)}xf32>"
+    name = fresh("sum")
+    return [
+        f"{name}e = tensor.empty() : {tensor}",
+        f"{name} = linalg.generic {{indexing_maps = [{identity}, {identity}, {identity}], iterator_types = [{parallel}]}} "
+        f"ins({value}, {init} : {tensor}, {tensor}) outs({name}e : {tensor}) {{\n"
+        "    ^bb0(%v: f32, %i: f32, %o: f32):\n      %s = arith.addf %v, %i : f32\n      linalg.yield %s : f32\n"
+        f"    }} -> {tensor}",
+    ], name
+
+
+def _function(name: str, arguments: str, result: str, body: list[str]) -> str:
+    lines = "\n    ".join(body)
+    return f"  func.func private @{name}({arguments}) -> {result} {{\n    {lines}\n  }}"

@@ -1,0 +1,310 @@
+"""kiln's llvm-cpu levers and its bf16 CPU kernel (compiler/cpu_kernels/, compiler/levers.py).
+
+The kernel is checked at three levels: the C code alone against a double reference (the AMX path
+under a software model of AMX, the AVX512-BF16 path natively where the CPU has it), the rewrite of
+the linalg hand-off (lit, tests/cpu_kernels/rewrite.mlir), and whole models through IREE against
+eager PyTorch (the AVX512-BF16 path, on a CPU that has it; an AMX CPU runs the AMX path instead).
+"""
+
+from __future__ import annotations
+
+import platform
+import runpy
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import kiln
+from kiln.compiler import CompileOptions, run_pipeline, spec_from_module
+from kiln.compiler import targets as target_table
+from kiln.compiler.cpu_kernels import build
+from kiln.compiler.cpu_kernels.features import AMX, AVX512_BF16, kernel_isa
+from kiln.compiler.levers import Lever, compile_with_levers
+from kiln.errors import KilnError
+from kiln.runtime.devices import host_cpu_flags
+from kiln.runtime.executors import CpuExecutor
+from kiln.runtime.numerics import compare_all
+
+HERE = Path(__file__).parent / "cpu_kernels"
+KERNEL = Path(build.__file__).with_name("kiln_amx.c")
+LIT = str(Path(sys.executable).parent / "lit")
+C_COMPILER = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+needs_c = pytest.mark.skipif(
+    C_COMPILER is None or platform.machine() not in ("x86_64", "AMD64"),
+    reason="the kernel is x86-64 code built by the host's C compiler: needs both",
+)
+needs_avx512_bf16 = pytest.mark.skipif(
+    "avx512_bf16" not in host_cpu_flags() or C_COMPILER is None,
+    reason="the kernel's AVX512-BF16 path needs a CPU with avx512bf16 (and a C compiler to build it)",
+)
+BF16 = torch.bfloat16
+
+
+def test_rewrite_lit() -> None:
+    result = subprocess.run([LIT, "-v", str(HERE)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _run_check(tmp_path: Path, objects: list[str], path: str) -> str:
+    binary = tmp_path / "check_kernel"
+    subprocess.run([C_COMPILER, "-O1", str(HERE / "check_kernel.c"), *objects, "-lm", "-o", str(binary)], check=True)
+    result = subprocess.run([str(binary), path], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:]
+    return result.stdout
+
+
+@needs_c
+def test_the_amx_path_under_a_software_amx_model(tmp_path: Path) -> None:
+    emulated = tmp_path / "kiln_amx_emu.o"
+    subprocess.run(
+        [C_COMPILER, "-O1", "-fno-strict-aliasing", "-DKILN_AMX_EMULATE", f"-I{HERE}", "-c", str(KERNEL), "-o", str(emulated)],
+        check=True,
+    )
+    output = _run_check(tmp_path, [str(emulated)], "amx")
+    assert "row window 7x7 s2" in output and output.rstrip().endswith("all passed")
+
+
+@needs_avx512_bf16
+def test_the_avx512_bf16_path_of_the_object_kiln_links(tmp_path: Path) -> None:
+    output = _run_check(tmp_path, [str(build.kernel_object())], "avx512")
+    assert output.rstrip().endswith("all passed")
+
+
+def test_which_cpus_get_which_path() -> None:
+    assert kernel_isa("sapphirerapids") is AMX and kernel_isa("emeraldrapids") is AMX
+    assert kernel_isa("znver4") is AVX512_BF16 and kernel_isa("cooperlake") is AVX512_BF16
+    assert kernel_isa("skylake-avx512") is None and kernel_isa("haswell") is None
+    host = kernel_isa("host")
+    flags = host_cpu_flags()
+    assert (host is AMX) == ("amx_bf16" in flags and "amx_tile" in flags)
+    assert (host is None) == ("avx512_bf16" not in flags)
+
+
+# -- whole models through IREE ----------------------------------------------------------------------
+
+
+class ConvNet(nn.Module):
+    """A stem over 3 channels (a row window), max pooling, convolutions with and without bias, batch
+    norm, a residual add, average pooling, then Linear layers with a GELU between them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 32, 3, stride=2, padding=1)
+        self.conv1 = nn.Conv2d(32, 32, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(32)
+        self.conv2 = nn.Conv2d(32, 64, 3, stride=2, padding=1)
+        self.fc1 = nn.Linear(64, 96)
+        self.fc2 = nn.Linear(96, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = nn.functional.max_pool2d(torch.relu(self.stem(x)), 3, stride=1, padding=1)
+        y = torch.relu(self.bn1(self.conv1(y)) + y)
+        y = torch.relu(self.conv2(y)).mean((2, 3))
+        return self.fc2(nn.functional.gelu(self.fc1(y)))
+
+
+def _bf16_model(module: nn.Module) -> nn.Module:
+    with torch.no_grad():
+        for parameter in module.parameters():
+            parameter.uniform_(-0.2, 0.2)
+        for buffer_name, buffer in module.named_buffers():
+            if buffer_name.endswith("running_var"):
+                buffer.uniform_(0.5, 1.5)
+    return module.eval().to(BF16)
+
+
+def _check(module: nn.Module, inputs: tuple[torch.Tensor, ...], **options: object):
+    torch.manual_seed(0)
+    compiled = kiln.compile(module, inputs, **options)
+    got = compiled(*inputs)
+    with torch.no_grad():
+        want = module(*inputs)
+    got, want = (got if isinstance(got, tuple) else (got,)), (want if isinstance(want, tuple) else (want,))
+    for comparison in compare_all(got, want):
+        assert comparison.close_in_l2, comparison.describe()
+    return compiled
+
+
+@needs_avx512_bf16
+def test_a_bf16_convnet_through_iree_matches_eager() -> None:
+    torch.manual_seed(0)
+    model = _bf16_model(ConvNet())
+    compiled = _check(model, (torch.randn(2, 3, 32, 32).to(BF16),))
+    by_op = [(record["contraction"].split()[0], record["code"]) for record in compiled.manifest.kernels]
+    assert by_op == [
+        ("linalg.conv_2d_nchw_fchw", "kiln"),  # the stem, as a row window
+        ("linalg.conv_2d_nchw_fchw", "kiln"),
+        ("linalg.conv_2d_nchw_fchw", "kiln"),
+        ("linalg.matmul", "kiln"),
+        ("linalg.matmul", "kiln"),
+    ], compiled.manifest.kernels
+    assert compiled.manifest.cpu_features == kernel_isa("host").features
+    assert "kernels" in compiled.manifest.target_details["levers"]
+
+
+@needs_avx512_bf16
+def test_attention_on_the_kernel_is_a_choice() -> None:
+    torch.manual_seed(0)
+    layer = _bf16_model(nn.TransformerEncoderLayer(64, 2, 128, dropout=0.0, batch_first=True))
+    x = torch.randn(2, 32, 64).to(BF16)
+    precise = _check(layer, (x,), cpu_attention="f32")
+    rounded = _check(layer, (x,))
+    kiln_code = [[r["contraction"] for r in c.manifest.kernels if r["code"] == "kiln"] for c in (precise, rounded)]
+    attention = [c for c in kiln_code[1] if c not in kiln_code[0]]
+    assert len(attention) == 2 and all(c.startswith("linalg.batch_matmul") for c in attention), kiln_code
+    assert rounded.manifest.target_details["cpu_attention"] == "bf16"
+    assert precise.manifest.target_details["cpu_attention"] == "f32"
+
+
+def test_kernels_off_leaves_every_contraction_to_iree() -> None:
+    torch.manual_seed(0)
+    model = _bf16_model(ConvNet())
+    compiled = _check(model, (torch.randn(1, 3, 16, 16).to(BF16),), kernels="off")
+    assert compiled.manifest.kernels == () and compiled.manifest.cpu_features == ()
+    assert compiled.manifest.target_details["kernels"] == "off"
+
+
+@needs_c
+def test_an_amx_artifact_is_refused_clearly_by_a_cpu_without_amx(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model = _bf16_model(nn.Sequential(nn.Linear(64, 64)))
+    compiled = kiln.compile(model, (torch.randn(4, 64).to(BF16),), cpu="sapphirerapids")
+    assert compiled.manifest.cpu_features == ("amx-tile", "amx-bf16", "avx512bf16")
+    assert [record["code"] for record in compiled.manifest.kernels] == ["kiln"]
+    if "amx_bf16" in host_cpu_flags():
+        pytest.skip("this CPU has AMX: the artifact loads")
+    path = compiled.save(tmp_path / "amx.vmfb")
+    with pytest.raises(KilnError, match="needs CPU features this CPU lacks: amx-tile, amx-bf16"):
+        kiln.load(path)
+
+
+def test_without_a_c_compiler_iree_computes_everything_and_says_so(tmp_path, monkeypatch) -> None:
+    if kernel_isa("host") is None:
+        pytest.skip("this CPU has neither AMX nor AVX512-BF16: the kernel never applies")
+    monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(build.shutil, "which", lambda name: None)
+    build.kernel_object.cache_clear()
+    try:
+        torch.manual_seed(0)
+        model = _bf16_model(nn.Sequential(nn.Linear(64, 64)))
+        x = torch.randn(4, 64).to(BF16)
+        notes: list[str] = []
+        compiled = run_pipeline(spec_from_module(model, (x,)), CompileOptions(), say=notes.append).compiled
+    finally:
+        build.kernel_object.cache_clear()
+    assert compiled is not None and compiled.manifest.kernels == () and compiled.manifest.cpu_features == ()
+    assert notes == [
+        "note: kiln's bf16 kernel is left out (no C compiler found (set CC, or install gcc or clang) to build "
+        "kiln's CPU kernel); IREE's code computes all 1 contractions it matched"
+    ]
+    for comparison in compare_all((compiled(x),), (model(x),)):
+        assert comparison.close_in_l2, comparison.describe()
+
+
+# -- levers -----------------------------------------------------------------------------------------
+
+
+def test_levers_fall_back_one_at_a_time_and_iree_s_own_failure_wins() -> None:
+    tiling = Lever("tiling", (("--a",), ("--a2",)))
+    layout = Lever("layout", (("--b",),))
+    attempts: list[tuple[str, ...]] = []
+
+    def fails_with(*bad: str):
+        def compile_one(text: str, flags: tuple[str, ...]) -> bytes:
+            attempts.append(flags)
+            if any(flag in bad for flag in flags) or "--never" in bad:
+                raise KilnError(f"iree-compile failed: {' '.join(flags)}", stage="vmfb")
+            return " ".join(flags).encode()
+
+        return compile_one
+
+    outcome = compile_with_levers("m", (tiling, layout), fails_with("--a"))
+    assert outcome.vmfb == b"--a2 --b" and attempts == [("--a", "--b"), (), ("--a2", "--b")]
+    assert outcome.notes == ("note: iree-compile failed with kiln's tiling default (iree-compile failed: --a --b); compiled with --a2 instead",)
+
+    attempts.clear()
+    outcome = compile_with_levers("m", (tiling, layout), fails_with("--b"))
+    assert outcome.vmfb == b"--a" and outcome.used((tiling, layout)) == ((tiling, 0),)
+    assert outcome.notes[0].endswith("; compiled without it")
+
+    attempts.clear()
+    with pytest.raises(KilnError, match=r"iree-compile failed: $"):  # the compile without levers
+        compile_with_levers("m", (tiling, layout), fails_with("--never"))
+    assert attempts == [("--a", "--b"), ()]
+
+
+def test_a_lever_iree_fails_with_is_dropped_and_the_others_kept(monkeypatch) -> None:
+    cpu = target_table.TARGETS["llvm-cpu"]
+    bogus = Lever("bogus", (("--iree-no-such-flag=1",),))
+    monkeypatch.setitem(target_table.TARGETS, "llvm-cpu", replace(cpu, levers=(*cpu.levers, bogus)))
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(4, 8, 3), nn.ReLU()).eval()
+    x = torch.randn(1, 4, 10, 10)
+    notes: list[str] = []
+    compiled = run_pipeline(spec_from_module(model, (x,)), CompileOptions(), say=notes.append).compiled
+    assert compiled is not None
+    assert len(notes) == 1 and notes[0].startswith("note: iree-compile failed with kiln's bogus default (iree-compile failed: ")
+    assert notes[0].endswith("); compiled without it")
+    assert compiled.manifest.target_details["levers"] == "data-tiling, channels-last"
+    assert "--iree-no-such-flag=1" not in compiled.manifest.iree_flags
+    torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_channels_last_applies_where_there_are_convolutions_and_user_flags_come_last() -> None:
+    torch.manual_seed(0)
+    conv = kiln.compile(nn.Conv2d(4, 8, 3).eval(), (torch.randn(1, 4, 8, 8),))
+    mlp = kiln.compile(nn.Linear(8, 8).eval(), (torch.randn(2, 8),), extra_iree_flags=("--iree-opt-data-tiling=false",))
+    channels_last = [flag for flag in conv.manifest.iree_flags if "convert-conv-to-channels-last" in flag]
+    assert len(channels_last) == 1 and conv.manifest.target_details["levers"] == "data-tiling, channels-last"
+    assert not any("channels-last" in flag for flag in mlp.manifest.iree_flags)
+    flags = mlp.manifest.iree_flags
+    assert flags.index("--iree-opt-data-tiling") < flags.index("--iree-opt-data-tiling=false") == len(flags) - 1
+
+
+# -- the runtime driver -----------------------------------------------------------------------------
+
+
+class AddOne(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 1
+
+
+def test_cpu_driver_auto_times_both_and_a_fixed_one_is_kept() -> None:
+    x = torch.randn(64)
+    auto = kiln.compile(AddOne(), (x,))
+    assert auto.manifest.driver == "local-task" and auto.manifest.target_details["cpu_driver"] == "auto"
+    forced = kiln.compile(AddOne(), (x,), cpu_driver="local-sync")
+    assert forced.manifest.driver == "local-sync"
+    torch.testing.assert_close(forced(x), x + 1)
+    assert not isinstance(forced.load().executor, CpuExecutor) and forced.load().executor.context.name == "local-sync"
+    for _ in range(8):
+        torch.testing.assert_close(auto(x), x + 1)
+    assert isinstance(auto.load().executor, CpuExecutor) and auto.load().executor.chosen()
+
+
+SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "models"
+
+
+@needs_avx512_bf16
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("mlp", {}),
+        ("convnet_bn", {}),
+        ("transformer_encoder", {}),
+        pytest.param("resnet18", {}, marks=pytest.mark.slow),
+    ],
+)
+def test_the_suite_s_bf16_models_match_eager(name: str, options: dict) -> None:
+    namespace = runpy.run_path(str(SUITE / f"{name}.py"))
+    model = namespace["get_model"](dtype="bf16")
+    inputs = tuple(namespace["get_example_inputs"](batch="small", dtype="bf16"))
+    compiled = _check(model, inputs, **options)
+    assert sum(record["code"] == "kiln" for record in compiled.manifest.kernels) >= 2, compiled.manifest.kernels
