@@ -25,3 +25,8 @@ class CompileOptions:
     print_after: tuple[str, ...] = ()  # dump the module after these passes: <NN>-<stage>.after-<pass>.mlir
     print_after_all: bool = False  # ... and after every pass
     tuned: str | None = None  # how `kiln tune` chose these options: recorded in the manifest
+    # f32 contractions on targets with kiln kernels (cuda): PyTorch's precision names; None: PyTorch's
+    # own setting at compile time (torch.get_float32_matmul_precision(), cuDNN's allow_tf32).
+    matmul_precision: str | None = None  # "highest" (f32-class), "high" or "medium" (TF32)
+    conv_precision: str | None = None  # "highest" (f32-class) or "high" (TF32, cuDNN's default)
+    kernels: str = "on"  # kiln's own contraction kernels where they apply (cuda, sm_90a), or "off"

@@ -27,6 +27,8 @@ from .artifact import Compiled, versions
 from .capture import Exported, capture
 from .importer import import_program
 from .iree_backend import iree_compile
+from .kernels.substitute import Substitution
+from .kernels.substitute import plan as plan_kernels
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .signature import Signature, signature_of
@@ -68,6 +70,7 @@ class StageContext:
     dump_stem: Path | None  # <dump_dir>/<index>-<name>, or None when not dumping
     input_dump: Path | None  # the previous stage's dump: the reproducer if this stage fails
     pass_times: dict[str, float] = field(default_factory=dict)
+    say: Callable[[str], None] = lambda line: None  # a line the user sees even when quiet (notes)
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,7 @@ def run_pipeline(
     input_dump: Path | None = options.start_from
     for index, stage in enumerate(stages[first:], start=first):
         stem = options.dump_dir / f"{index:02d}-{stage.name}" if options.dump_dir is not None else None
-        context = StageContext(spec, options, resolved, stem, input_dump)
+        context = StageContext(spec, options, resolved, stem, input_dump, say=say)
         progress(f"[{index + 1}/{len(stages)}] {stage.name} ...")
         start = time.perf_counter()
         try:
@@ -274,6 +277,7 @@ def _function_spec(name: str, signature: Signature) -> FunctionSpec:
 
 def _pass_group(group: PassGroup) -> Callable[[Program, StageContext], Program]:
     def run_group(program: Program, context: StageContext) -> Program:
+        _mark_target(program.module, context.resolved)
         for name in group.passes:
             start = time.perf_counter()
             try:
@@ -317,10 +321,24 @@ def _shorten(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _mark_target(module: ir.Module, resolved: ResolvedTarget) -> None:
+    """Say on the module what the passes may ask about the target (ResolvedTarget.module_attributes)."""
+    with module.context:
+        for name, value in resolved.module_attributes.items():
+            module.operation.attributes[name] = ir.StringAttr.get(value)
+
+
 def _backend(program: Program, context: StageContext) -> Compiled:
     resolved = context.resolved
-    text = program.module.operation.get_asm(enable_debug_info=True)
-    vmfb = iree_compile(text, list(resolved.iree_flags), context.dump_stem, context.input_dump)
+    _mark_target(program.module, resolved)
+    if resolved.device_targets is not None:
+        with program.module.context:  # IREE's attribute, opaque here: the context allows unregistered dialects
+            program.module.operation.attributes["hal.device.targets"] = ir.Attribute.parse(resolved.device_targets)
+    kernels = plan_kernels(program.module)
+    for note in kernels.notes():
+        context.say(note)
+    text = kernels.splice(program.module.operation.get_asm(enable_debug_info=True))
+    vmfb = iree_compile(text, list(resolved.iree_flags), context.dump_stem, _iree_input(program, kernels, context))
     manifest = Manifest(
         functions=program.functions,
         target=resolved.target.name,
@@ -331,8 +349,21 @@ def _backend(program: Program, context: StageContext) -> Compiled:
         source=_source_of(context),
         precision=program.precision,
         parameters=_parameter_summary(program),
+        kernels=kernels.records(),
     )
     return Compiled(vmfb, manifest, program.parameters)
+
+
+def _iree_input(program: Program, kernels: Substitution, context: StageContext) -> Path | None:
+    """The dump iree-compile's input can be reproduced from: the previous stage's, or, where the backend
+    changed the module (kiln's kernels, a `hal.device.targets` attribute), `<stem>.iree-input.mlir`."""
+    stem = context.dump_stem
+    if stem is None or (not kernels.decisions and context.resolved.device_targets is None):
+        return context.input_dump
+    kernels.write(stem)
+    dump = stem.with_name(f"{stem.name}.iree-input.mlir")
+    dump.write_text(kernels.splice(str(program)))
+    return dump
 
 
 def _source_of(context: StageContext) -> dict[str, str]:

@@ -65,6 +65,8 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "expand-pow-square",
             "slice-strided-pointwise-conv",  # exact; IREE's CUDA backend miscompiles the stride left in
             "cse",
+            # Last: the contractions as the simplifications left them. cuda, sm_90a, torch hand-off only.
+            "outline-contractions",
         ),
     ),
     PassGroup("linalg", ("torch-to-linalg",)),

@@ -50,6 +50,9 @@ class Manifest:
     source: dict[str, str] = field(default_factory=dict)  # {"path": ..., "sha256": ...}
     precision: str | None = None  # "bf16"/"f16" when compiled from an f32 model with --dtype
     parameters: dict[str, int] | None = None  # external weights {"count", "bytes"}, in <stem>.irpa
+    # One entry per contraction the compiler outlined for its own GPU kernels: which code computes it
+    # ("kiln": entry, tiles, layout, precision; or "iree") and why. Empty where kernels do not apply.
+    kernels: tuple[dict[str, Any], ...] = ()
     format_version: int = FORMAT_VERSION
 
     @property
@@ -79,6 +82,7 @@ class Manifest:
         data: dict[str, Any] = json.loads(text)
         data["functions"] = tuple(function_spec(f) for f in data["functions"])
         data["iree_flags"] = tuple(data["iree_flags"])
+        data["kernels"] = tuple(data.get("kernels", ()))
         return Manifest(**data)
 
 
