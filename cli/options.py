@@ -16,7 +16,14 @@ from typing import Any
 
 import click
 
-from kiln.compiler.targets import CONV_PRECISIONS, HANDOFFS, KERNEL_CHOICES, MATMUL_PRECISIONS, TARGETS, WEIGHT_POLICIES
+from kiln.compiler.targets import (
+    CONV_PRECISIONS,
+    HANDOFFS,
+    KERNEL_CHOICES,
+    MATMUL_PRECISIONS,
+    TARGETS,
+    WEIGHT_POLICIES,
+)
 
 TARGET_NAMES = tuple(TARGETS)
 OPT_LEVELS = ("O0", "O1", "O2", "O3")

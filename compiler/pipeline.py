@@ -334,7 +334,7 @@ def _backend(program: Program, context: StageContext) -> Compiled:
     if resolved.device_targets is not None:
         with program.module.context:  # IREE's attribute, opaque here: the context allows unregistered dialects
             program.module.operation.attributes["hal.device.targets"] = ir.Attribute.parse(resolved.device_targets)
-    kernels = plan_kernels(program.module)
+    kernels = plan_kernels(program.module) if resolved.kernels else Substitution(())
     for note in kernels.notes():
         context.say(note)
     text = kernels.splice(program.module.operation.get_asm(enable_debug_info=True))

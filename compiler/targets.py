@@ -35,6 +35,7 @@ class DescribedArch:
     aliases: tuple[str, ...]  # requested names (after _resolve's normalization) that mean it
     device_targets: str  # the module's `hal.device.targets` attribute
     summary: str  # what the description says, for the manifest
+    kernels: bool = False  # whether kiln's own contraction kernels (compiler/kernels/) run on it
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,7 @@ SM90A = DescribedArch(
         "chip = <wgp_count = 132>>}>]>]"
     ),
     summary="#iree_gpu.target sm_90a (PTX 8.0): 132 SMs, 227 KiB of shared memory per workgroup, sm_80's MMA intrinsics",
+    kernels=True,
 )
 
 CUDA_ARCHS = GpuArchs(
@@ -343,6 +345,10 @@ class ResolvedTarget:
     # what passes that depend on the target read (passes never import the compiler).
     module_attributes: dict[str, str]
     device_targets: str | None  # the module's `hal.device.targets` for iree-compile, where a flag cannot say it
+    # Whether the backend generates kiln's contraction kernels: a target with kernels, on an arch they
+    # run on (sm_90a), at the torch hand-off, with --kernels on (outline-contractions checks the same
+    # on the module's attributes).
+    kernels: bool = False
 
     def external_weights(self, weight_bytes: int) -> bool:
         """Whether a model with `weight_bytes` of weights keeps them in an .irpa."""
@@ -377,7 +383,8 @@ def resolve(options: CompileOptions) -> ResolvedTarget:
         details["tuned"] = options.tuned
     described = target.archs.description(arch.arch) if target.archs is not None and arch is not None else None
     device_targets = described.device_targets if described is not None else None
-    return ResolvedTarget(target, arch, handoff, options.params, flags, details, attributes, device_targets)
+    kernels = target.kernels and described is not None and described.kernels and handoff == "torch" and options.kernels == "on"
+    return ResolvedTarget(target, arch, handoff, options.params, flags, details, attributes, device_targets, kernels)
 
 
 # PyTorch's names for the precision of f32 matmuls (torch.set_float32_matmul_precision): "highest" is

@@ -81,7 +81,7 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
         f"torch_c.from_builtin_tensor {dispatched} : {_tensor(result_shape, out_dtype)} -> {_vtensor(result_shape, out_dtype)}"
     )
     result_type = _vtensor(result_shape, out_dtype)
-    if isinstance(contraction, Conv2d) and contraction.bias:
+    if isinstance(described, Conv2d) and described.bias:  # the kernel itself never adds one
         result = body.add_bias(result, result_type, args[2], signature.operands[2], contraction)
     if isinstance(contraction, Conv2d) and contraction.layout == "nhwc":
         result = body.permute(result, result_type, [0, 3, 1, 2])
