@@ -392,3 +392,11 @@ def test_suite_models_in_bf16_match_eager_on_the_gpu(model, gpu_arch, tmp_path):
     """resnet18 and mobilenet_block in bf16 were wrong on the GPU before pointwise-conv-to-mm (IREE's 1x1
     convolutions); with kernels on Hopper they run kiln's."""
     _matches_eager_on_the_gpu(model_spec(MODELS / f"{model}.py", "bf16"), gpu_arch, tmp_path)
+
+
+def test_kiln_tune_can_turn_the_kernels_off():
+    from kiln.tune.space import apply_settings, settings_of, space_for
+
+    settings = settings_of(space_for("cuda", ("kernels",)), {"kernels": "off"})
+    options = apply_settings(CompileOptions(target="cuda", gpu_arch="sm_90"), settings)
+    assert options.kernels == "off" and settings.options == {"kernels": "off"}

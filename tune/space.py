@@ -25,7 +25,7 @@ from kiln.passes import PIPELINES, parse_pipeline
 STAGE = "tune"
 
 # The CompileOptions fields a choice may set, each from its text form (what the cache stores).
-OPTION_FIELDS = ("handoff", "opt_level", "pipeline")
+OPTION_FIELDS = ("handoff", "opt_level", "pipeline", "kernels")
 
 
 @dataclass(frozen=True)
@@ -154,9 +154,18 @@ def _llvm_gpu(target: str) -> tuple[Knob, ...]:
     )
 
 
+def _cuda() -> tuple[Knob, ...]:
+    kernels = Knob(
+        "kernels",
+        "kiln's own matmul and convolution kernels on Hopper (sm_90a; compiler/kernels/), or IREE's code for all",
+        (Choice("on"), Choice("off", options=(("kernels", "off"),))),
+    )
+    return (*_llvm_gpu("cuda"), kernels)
+
+
 SPACES: dict[str, Space] = {
     "llvm-cpu": _llvm_cpu(),
-    "cuda": _llvm_gpu("cuda"),
+    "cuda": _cuda(),
     "rocm": _llvm_gpu("rocm"),
     "vulkan-spirv": _common("vulkan-spirv"),
 }
