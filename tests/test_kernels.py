@@ -40,7 +40,7 @@ from kiln.passes.pass_api import parse_module
 from kiln.runtime.numerics import compare
 
 MODELS = ROOT / "benchmarks" / "models"
-CONTRACTIONS = ROOT / "tests" / "models" / "contractions.py"
+CONTRACTIONS = ROOT / "tests" / "kernel_models" / "contractions.py"
 KILN_DISPATCH = re.compile(r"flow\.dispatch @(kiln_\w+)_exe::@(kiln_\w+)")
 
 
