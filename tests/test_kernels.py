@@ -150,15 +150,23 @@ def test_hopper_compile_dispatches_kiln_kernels(model, dumps):
         assert classifier["code"] == "iree" and "IREE's code measured faster" in classifier["why"]
 
 
-def test_thin_artifacts_keep_their_kernels(dumps):
-    compiled = hopper_compile("mlp", dumps / "mlp")
-    model = runpy.run_path(str(MODELS / "mlp.py"))["get_model"]()
-    thinned, recipe = thin(compiled.vmfb, model_tensors(model))
+@pytest.mark.parametrize("model", ["mlp", "convnet_bn"])
+def test_thin_artifacts_keep_their_kernels(model, dumps):
+    """Thinning leaves the kernels' PTX whole and finds the weights, also those IREE stored in the
+    NHWC kernels' layout ([K, R, S, C], computed at compile time from the model's [K, C, R, S])."""
+    compiled = hopper_compile(model, dumps / model)
+    tensors = model_tensors(runpy.run_path(str(MODELS / f"{model}.py"))["get_model"]())
+    thinned, recipe = thin(compiled.vmfb, tensors)
     left = zlib.decompress(thinned)
-    for record in compiled.manifest.kernels:  # each kernel's PTX is left whole: no weight matched it
-        assert left.count(record["kernel"].encode()) == compiled.vmfb.count(record["kernel"].encode()) > 0
-    assert left.count(b".target sm_90a") == compiled.vmfb.count(b".target sm_90a") == 4  # 3 kernels, IREE's own
-    assert thicken(thinned, recipe, model_tensors(model)) == compiled.vmfb
+    for record in compiled.manifest.kernels:
+        if record["code"] == "kiln":  # each kernel's PTX is left whole: no weight matched it
+            assert left.count(record["kernel"].encode()) == compiled.vmfb.count(record["kernel"].encode()) > 0
+    assert left.count(b".target sm_90a") == compiled.vmfb.count(b".target sm_90a") > 0
+    assert len(thinned) < len(compiled.vmfb) / 10  # the weights stayed behind
+    permuted = [weight for weight in recipe["weights"] if "permutation" in weight]
+    # convnet_bn: the three NHWC convolutions' weights; its RGB stem's kernel reads NCHW/KCRS as they are
+    assert len(permuted) == {"mlp": 0, "convnet_bn": 3}[model]
+    assert thicken(thinned, recipe, tensors) == compiled.vmfb
 
 
 def _cuda_compile(tmp_path: Path, **options: object) -> tuple[Compiled, list[str]]:
