@@ -18,13 +18,13 @@ from typing import Any
 
 from torch_mlir import ir
 
+from kiln.passes.outline_contractions import ATTRIBUTE  # what outline-contractions puts on each function
+
 from .build import Kernel, Unsupported
 from .cache import cached_kernel
 from .contraction import Contraction, Conv2d, from_description
 from .embed import Signature, executable, function
 from .tiles import Choice, Tiles, choose
-
-ATTRIBUTE = "kiln.contraction"  # what outline-contractions puts on each function it makes
 
 
 @dataclass(frozen=True)
