@@ -384,6 +384,8 @@ def resolve(options: CompileOptions) -> ResolvedTarget:
     described = target.archs.description(arch.arch) if target.archs is not None and arch is not None else None
     device_targets = described.device_targets if described is not None else None
     kernels = target.kernels and described is not None and described.kernels and handoff == "torch" and options.kernels == "on"
+    if target.kernels:
+        details["kernels"] = "on" if kernels else "off"  # what the compile does, not only what was asked
     return ResolvedTarget(target, arch, handoff, options.params, flags, details, attributes, device_targets, kernels)
 
 

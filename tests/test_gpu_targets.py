@@ -68,6 +68,9 @@ def test_every_example_cross_compiles_for_cuda(name):
         "gpu_arch_source": "gpu_arch",
         "gpu_arch_note": "",
         "handoff": "torch",  # cuda's default: IREE's torch input pipeline lowers from the torch dialect
+        "matmul_precision": "highest",  # PyTorch's defaults: f32 matmuls at f32, convolutions TF32
+        "conv_precision": "high",
+        "kernels": "off",  # kiln's kernels are sm_90a code
     }
     assert manifest.iree_flags[:4] == (
         "--iree-hal-target-device=cuda",
