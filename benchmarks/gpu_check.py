@@ -85,7 +85,9 @@ def compile_examples(out: Path, targets: tuple[str, ...], names: list[str]) -> N
             labels = {"example": name, "target": target, "dtype": _dtypes(spec.example_inputs)}
             entry = Entry(f"{name}.{target}", model=ModelRecipe(f"examples/{name}.py"), reference=reference_file, labels=labels)
             try:
-                compiled = run_pipeline(spec, CompileOptions(target=target, gpu_arch=arch or None)).compiled
+                # f32 convolutions at f32-class precision: `run` compares with eager at TF32 off, per element.
+                options = CompileOptions(target=target, gpu_arch=arch or None, conv_precision="highest")
+                compiled = run_pipeline(spec, options).compiled
             except KilnError as error:
                 print(f"{name} {target_arch}: compile failed: {error.message}", file=sys.stderr)
                 entries.append(replace(entry, error=error.message, labels={**labels, "arch": arch}))

@@ -16,7 +16,15 @@ from typing import Any
 
 import click
 
-from kiln.compiler.targets import CPU_ATTENTION_CHOICES, HANDOFFS, KERNEL_CHOICES, TARGETS, WEIGHT_POLICIES
+from kiln.compiler.targets import (
+    CONV_PRECISIONS,
+    CPU_ATTENTION_CHOICES,
+    HANDOFFS,
+    KERNEL_CHOICES,
+    MATMUL_PRECISIONS,
+    TARGETS,
+    WEIGHT_POLICIES,
+)
 from kiln.runtime.devices import CPU_DRIVER_CHOICES
 
 TARGET_NAMES = tuple(TARGETS)
@@ -91,6 +99,8 @@ def target_options(function: Callable[..., Any]) -> Callable[..., Any]:
         params: str,
         opt_level: str,
         iree_flags: tuple[str, ...],
+        matmul_precision: str | None,
+        conv_precision: str | None,
         kernels: str,
         cpu_attention: str,
         cpu_driver: str,
@@ -106,6 +116,8 @@ def target_options(function: Callable[..., Any]) -> Callable[..., Any]:
             params=params,
             opt_level=opt_level,
             extra_iree_flags=iree_flags,
+            matmul_precision=matmul_precision,
+            conv_precision=conv_precision,
             kernels=kernels,
             cpu_attention=cpu_attention,
             cpu_driver=cpu_driver,
@@ -120,9 +132,10 @@ def target_options(function: Callable[..., Any]) -> Callable[..., Any]:
             click.option(
                 "--gpu-arch",
                 metavar="ARCH",
-                help="GPU targets: the architecture, e.g. sm_80, sm_86, sm_89 (cuda), ampere (vulkan-spirv), gfx942 (rocm) "
-                "[default: the local GPU's, else sm_80 / ampere / gfx942]. NVIDIA GPUs IREE 3.13 lacks (sm_90, sm_100) "
-                "get sm_80 for cuda, ampere for vulkan-spirv. An unknown ARCH lists the known ones.",
+                help="GPU targets: the architecture, e.g. sm_80, sm_86, sm_89, sm_90 (cuda), ampere (vulkan-spirv), gfx942 (rocm) "
+                "[default: the local GPU's, else sm_80 / ampere / gfx942]. Hopper (sm_90, h100, h200) is sm_90a for cuda, "
+                "described to IREE in full; other NVIDIA GPUs IREE 3.13 lacks (sm_100) get sm_80 for cuda, and every "
+                "newer one ampere for vulkan-spirv. An unknown ARCH lists the known ones.",
             ),
             click.option(
                 "--handoff",
@@ -142,12 +155,25 @@ def target_options(function: Callable[..., Any]) -> Callable[..., Any]:
             click.option("--opt-level", type=click.Choice(OPT_LEVELS), default="O3", show_default=True, help="IREE optimization level."),
             click.option("--iree-flag", "iree_flags", multiple=True, metavar="FLAG", help="Extra iree-compile flag (repeatable)."),
             click.option(
+                "--matmul-precision",
+                type=click.Choice(MATMUL_PRECISIONS),
+                help="cuda: f32 matmuls as torch.set_float32_matmul_precision means it: highest = f32-class "
+                "accuracy (kiln's kernels: tf32x3), high or medium = TF32 [default: torch.get_float32_matmul_precision()].",
+            ),
+            click.option(
+                "--conv-precision",
+                type=click.Choice(CONV_PRECISIONS),
+                help="cuda: f32 convolutions: high = TF32, as cuDNN computes them by default; highest = f32-class "
+                "accuracy [default: high, or highest when torch.backends.cudnn.allow_tf32 is off].",
+            ),
+            click.option(
                 "--kernels",
                 type=click.Choice(KERNEL_CHOICES),
                 default="on",
                 show_default=True,
-                help="kiln's own contraction kernels where they apply (llvm-cpu: bf16 convolutions and matmuls on "
-                "CPUs with AMX or AVX512-BF16, built by the host's C compiler); off = IREE's code for every contraction.",
+                help="kiln's own contraction kernels where they apply: llvm-cpu, bf16 convolutions and matmuls on "
+                "CPUs with AMX or AVX512-BF16 (built by the host's C compiler); cuda on Hopper (sm_90a), matmuls and "
+                "convolutions (Triton, from torchkiln[kernels]). off = IREE's code for every contraction.",
             ),
             click.option(
                 "--cpu-attention",

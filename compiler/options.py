@@ -26,6 +26,11 @@ class CompileOptions:
     print_after: tuple[str, ...] = ()  # dump the module after these passes: <NN>-<stage>.after-<pass>.mlir
     print_after_all: bool = False  # ... and after every pass
     tuned: str | None = None  # how `kiln tune` chose these options: recorded in the manifest
-    kernels: str = "on"  # kiln's own contraction kernels where they apply (llvm-cpu: bf16 on AMX or AVX512-BF16), or "off"
+    # f32 contractions on targets with kiln kernels (cuda): PyTorch's precision names; None: PyTorch's
+    # own setting at compile time (torch.get_float32_matmul_precision(), cuDNN's allow_tf32).
+    matmul_precision: str | None = None  # "highest" (f32-class), "high" or "medium" (TF32)
+    conv_precision: str | None = None  # "highest" (f32-class) or "high" (TF32, cuDNN's default)
+    # kiln's own contraction kernels where they apply (llvm-cpu: bf16 on AMX or AVX512-BF16; cuda: sm_90a), or "off"
+    kernels: str = "on"
     cpu_attention: str = "bf16"  # llvm-cpu, bf16 models: attention's matmuls on kiln's kernel, operands in bf16 as eager's; or "f32"
     cpu_driver: str = "auto"  # llvm-cpu: IREE's runtime driver, "local-task" or "local-sync"; auto: the runtime times both per input signature

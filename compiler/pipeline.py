@@ -29,6 +29,8 @@ from .capture import Exported, capture
 from .cpu_kernels.plan import plan as plan_cpu_kernels
 from .importer import import_program
 from .iree_backend import iree_compile_with_workarounds
+from .kernels.substitute import Substitution
+from .kernels.substitute import plan as plan_kernels
 from .levers import Lever, compile_with_levers
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
@@ -321,6 +323,7 @@ def _function_spec(name: str, signature: Signature, carried: dict[str, str]) -> 
 
 def _pass_group(group: PassGroup) -> Callable[[Program, StageContext], Program]:
     def run_group(program: Program, context: StageContext) -> Program:
+        _mark_target(program.module, context.resolved)
         for name in group.passes:
             start = time.perf_counter()
             try:
@@ -364,13 +367,29 @@ def _shorten(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _mark_target(module: ir.Module, resolved: ResolvedTarget) -> None:
+    """Say on the module what the passes may ask about the target (ResolvedTarget.module_attributes)."""
+    with module.context:
+        for name, value in resolved.module_attributes.items():
+            module.operation.attributes[name] = ir.StringAttr.get(value)
+
+
 def _backend(program: Program, context: StageContext) -> Compiled:
-    """iree-compile the hand-off, with the target's levers (levers.py) where the module has ops for them,
-    kiln's CPU kernel among them; the manifest records what the artifact was compiled with."""
+    """iree-compile the hand-off: kiln's GPU kernels spliced in where the target has them (cuda on
+    Hopper), the target's levers (levers.py) where the module has ops for them, kiln's CPU kernel
+    among them; the manifest records what the artifact was compiled with."""
     resolved = context.resolved
     variants = add_out_variants(program.module, tuple(function.name for function in program.functions))
     functions = tuple(replace(function, out_variant=variants.get(function.name)) for function in program.functions)
-    text = program.module.operation.get_asm(enable_debug_info=True)
+    _mark_target(program.module, resolved)
+    if resolved.device_targets is not None:
+        with program.module.context:  # IREE's attribute, opaque here: the context allows unregistered dialects
+            program.module.operation.attributes["hal.device.targets"] = ir.Attribute.parse(resolved.device_targets)
+    gpu_kernels = plan_kernels(program.module) if resolved.kernels else Substitution(())
+    for note in gpu_kernels.notes():
+        context.say(note)
+    text = gpu_kernels.splice(program.module.operation.get_asm(enable_debug_info=True))
+    iree_input = _iree_input(program, gpu_kernels, context)
     kernels = plan_cpu_kernels(text, resolved.cpu_kernels, resolved.cpu_attention == "bf16")
     if kernels.note is not None:
         context.say(kernels.note)
@@ -383,7 +402,7 @@ def _backend(program: Program, context: StageContext) -> Compiled:
 
     def compile_one(source: str, lever_flags: tuple[str, ...]) -> bytes:
         nonlocal flags
-        reproducer = context.input_dump if source is text else kernels_input
+        reproducer = iree_input if source is text else kernels_input
         vmfb, flags = iree_compile_with_workarounds(
             source, list(resolved.flags_with(lever_flags)), context.dump_stem, reproducer
         )
@@ -404,7 +423,8 @@ def _backend(program: Program, context: StageContext) -> Compiled:
         source=_source_of(context),
         precision=program.precision,
         parameters=_parameter_summary(program),
-        kernels=kernels.substitution.records() if kernels_used and kernels.substitution is not None else (),
+        kernels=gpu_kernels.records()
+        or (kernels.substitution.records() if kernels_used and kernels.substitution is not None else ()),
         cpu_features=kernels.isa.features if kernels_used and kernels.isa is not None else (),
     )
     return Compiled(outcome.vmfb, manifest, program.parameters)
@@ -421,6 +441,18 @@ def _driver(resolved: ResolvedTarget) -> str:
     """The runtime driver the manifest names: the target's, or on the CPU the one asked for (--cpu-driver)."""
     choice = resolved.details.get("cpu_driver", "auto")
     return resolved.target.driver if choice == "auto" else choice
+
+
+def _iree_input(program: Program, kernels: Substitution, context: StageContext) -> Path | None:
+    """The dump iree-compile's input can be reproduced from: the previous stage's, or, where the backend
+    changed the module (kiln's kernels, a `hal.device.targets` attribute), `<stem>.iree-input.mlir`."""
+    stem = context.dump_stem
+    if stem is None or (not kernels.decisions and context.resolved.device_targets is None):
+        return context.input_dump
+    kernels.write(stem)
+    dump = stem.with_name(f"{stem.name}.iree-input.mlir")
+    dump.write_text(kernels.splice(str(program)))
+    return dump
 
 
 def _source_of(context: StageContext) -> dict[str, str]:

@@ -13,6 +13,7 @@ import functools
 import platform
 import re
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -27,6 +28,19 @@ STAGE = "target"
 
 
 @dataclass(frozen=True)
+class DescribedArch:
+    """An architecture IREE's flag cannot name, described in full by a module attribute instead:
+    `hal.device.targets` with an `#iree_gpu.target` (ISA, shared memory, SM count) overrides the
+    flag's target, so IREE's own code is built for the real GPU."""
+
+    arch: str  # what the manifest and the passes call it, e.g. "sm_90a"
+    aliases: tuple[str, ...]  # requested names (after _resolve's normalization) that mean it
+    device_targets: str  # the module's `hal.device.targets` attribute
+    summary: str  # what the description says, for the manifest
+    kernels: bool = False  # whether kiln's own contraction kernels (compiler/kernels/) run on it
+
+
+@dataclass(frozen=True)
 class GpuArchs:
     """The architectures one GPU target compiles for, and how a request becomes one of them."""
 
@@ -37,6 +51,10 @@ class GpuArchs:
     newer: str | None  # what a newer NVIDIA GPU (sm_90 and later) gets instead; None: no such mapping
     newer_why: str  # why `newer` runs on those GPUs, for the one-line note
     detect: Callable[[], str | None]  # the local GPU's architecture, or None
+    described: tuple[DescribedArch, ...] = ()  # taken before `newer` for the names they list
+
+    def description(self, arch: str) -> DescribedArch | None:
+        return next((described for described in self.described if described.arch == arch), None)
 
 
 # Where IREE takes the model over. "linalg": kiln lowers to linalg-on-tensors (its own passes run
@@ -54,6 +72,9 @@ class Target:
     flags: Callable[[CompileOptions, ArchChoice | None], list[str]]
     details: Callable[[CompileOptions, ArchChoice | None], dict[str, str]]  # recorded in the manifest
     archs: GpuArchs | None = None  # GPU targets only
+    # Whether kiln has contraction kernels for this target (compiler/kernels/): then the precision of
+    # f32 matmuls and convolutions, and whether to use the kernels, are choices of the compile.
+    kernels: bool = False
     # The default hand-off point (HANDOFFS). llvm-cpu: linalg, as IREE's fused attention is far slower
     # there; vulkan-spirv: linalg, as IREE 3.13 cannot compile fused attention for SPIR-V; rocm: unmeasured.
     handoff: str = "linalg"
@@ -126,16 +147,20 @@ def _cpu_details(options: CompileOptions, arch: ArchChoice | None) -> dict[str, 
 def _gpu_flags(options: CompileOptions, choice: ArchChoice | None) -> list[str]:
     assert choice is not None
     archs = _archs_of(options.target)
+    if archs.description(choice.arch) is not None:
+        return [f"--iree-hal-target-device={archs.device}"]  # the module's hal.device.targets names the arch
     return [f"--iree-hal-target-device={archs.device}", f"{archs.flag}={choice.arch}"]
 
 
 def _gpu_details(options: CompileOptions, choice: ArchChoice | None) -> dict[str, str]:
     assert choice is not None
+    described = _archs_of(options.target).description(choice.arch)
     return {
         "gpu_arch": choice.arch,
         "gpu_arch_requested": choice.requested or "",
         "gpu_arch_source": choice.source,
         "gpu_arch_note": choice.note or "",
+        **({"gpu_target": described.summary} if described is not None else {}),
     }
 
 
@@ -160,8 +185,12 @@ def choose_arch(target_name: str, requested: str | None) -> ArchChoice:
 
 def _resolve(target_name: str, archs: GpuArchs, requested: str) -> tuple[str, str | None]:
     """The architecture to give iree-compile for `requested`, and why when it is another one."""
-    # sm_90a, sm_100f: arch- and family-specific variants; IREE generates none of their extra instructions.
+    # sm_90a, sm_100f: arch- and family-specific variants. IREE's codegen uses none of their extra
+    # instructions; a described arch (sm_90a) is the one place the variant is kept, for kiln's kernels.
     name = re.sub(r"^(sm_\d+)[af]$", r"\1", requested.strip().lower())
+    for described in archs.described:
+        if name in described.aliases:
+            return described.arch, None
     if name in archs.known:
         return name, None
     if archs.newer is not None and _is_newer_nvidia(name):
@@ -169,16 +198,17 @@ def _resolve(target_name: str, archs: GpuArchs, requested: str) -> tuple[str, st
             archs.newer,
             f"IREE 3.13 has no target for {requested}; compiling for {archs.newer}, {archs.newer_why}",
         )
-    newer = f"; NVIDIA GPUs it lacks (sm_90, sm_100, h100, ...) get {archs.newer}" if archs.newer else ""
+    described = "".join(f"; {', '.join(d.aliases)} get {d.arch}" for d in archs.described)
+    newer = f"; other NVIDIA GPUs it lacks (sm_100, b200, ...) get {archs.newer}" if archs.newer else ""
     raise KilnError(
-        f"unknown --gpu-arch '{requested}' for target {target_name}; known: {', '.join(archs.known)}{newer}",
+        f"unknown --gpu-arch '{requested}' for target {target_name}; known: {', '.join(archs.known)}{described}{newer}",
         stage=STAGE,
     )
 
 
 # NVIDIA GPUs newer than IREE 3.13's tables: sm_90 and sm_100 fail ("missing GPU target"), "hopper" and
 # "h100" crash iree-compile. A GPU also runs code built for an older architecture (for CUDA, the driver
-# JIT-compiles the PTX), so these get the `newer` stand-in.
+# JIT-compiles the PTX), so these get the `newer` stand-in, unless an arch of `described` names them.
 _NEWER_NVIDIA_NAMES = ("hopper", "h100", "h200", "gh200", "blackwell", "b100", "b200", "gb200")
 
 
@@ -227,6 +257,27 @@ _AMD_GFX = (
     "gfx1100", "gfx1101", "gfx1151", "gfx1200", "gfx1201",  # RDNA 3 and 4
 )  # fmt: skip
 
+# Hopper as IREE 3.13 can be told about it: the ISA (sm_90a, PTX 8.0), Hopper's 227 KiB of shared
+# memory per workgroup and its 132 SMs (H100 SXM; an H200 has as many), with sm_80's workgroup and
+# MMA description as `--iree-cuda-target=sm_80` expands it (IREE's codegen has no wgmma). The PTX is
+# sm_90a code: it runs on Hopper only, so Blackwell keeps the sm_80 stand-in.
+SM90A = DescribedArch(
+    arch="sm_90a",
+    aliases=("sm_90", "hopper", "h100", "h200", "gh200"),
+    device_targets=(
+        '[#hal.device.target<"cuda", [#hal.executable.target<"cuda", "cuda-nvptx-fb", {iree_codegen.target_info = '
+        '#iree_gpu.target<arch = "sm_90a", features = "+ptx80", wgp = <compute = fp64|fp32|fp16|int64|int32|int16|int8, '
+        "storage = b64|b32|b16|b8, subgroup = shuffle|arithmetic, dot = dp4xi8toi32, "
+        "mma = [<NV_MMA_SYNC_F32_16x8x16_F16>, <NV_MMA_SYNC_F16_16x8x16_F16>, <NV_MMA_SYNC_F32_16x8x16_BF16>, "
+        "<NV_WMMA_F32_16x16x16_F16>, <NV_WMMA_F16_16x16x16_F16>], "
+        "subgroup_size_choices = [32], max_workgroup_sizes = [1024, 1024, 1024], max_thread_count_per_workgroup = 1024, "
+        "max_workgroup_memory_bytes = 232448, max_workgroup_counts = [2147483647, 65535, 65535]>, "
+        "chip = <wgp_count = 132>>}>]>]"
+    ),
+    summary="#iree_gpu.target sm_90a (PTX 8.0): 132 SMs, 227 KiB of shared memory per workgroup, sm_80's MMA intrinsics",
+    kernels=True,
+)
+
 CUDA_ARCHS = GpuArchs(
     device="cuda",
     flag="--iree-cuda-target",
@@ -238,6 +289,7 @@ CUDA_ARCHS = GpuArchs(
     newer="sm_80",
     newer_why="whose PTX the CUDA driver JIT-compiles for the newer GPU",
     detect=_local_nvidia_arch,
+    described=(SM90A,),
 )
 
 VULKAN_ARCHS = GpuArchs(
@@ -282,6 +334,7 @@ TARGETS: dict[str, Target] = {
         flags=_gpu_flags,
         details=_gpu_details,
         archs=CUDA_ARCHS,
+        kernels=True,
         # Measured on an H200 over the benchmark suite (benchmarks/NOTES.md): bf16 cases 3x faster
         # (geomean; up to 33x where attention and bf16 matmuls stay whole), f32 cases 1.09x slower.
         handoff="torch",
@@ -324,6 +377,14 @@ class ResolvedTarget:
     params: str  # WEIGHT_POLICIES: inline in the .vmfb, external in an .irpa beside it, or auto (by size, at import)
     iree_flags: tuple[str, ...]  # everything iree-compile is given, but for the levers' flags
     details: dict[str, str]
+    # String attributes set on the module before kiln's passes run (`kiln.target`, `kiln.gpu_arch`, ...):
+    # what passes that depend on the target read (passes never import the compiler).
+    module_attributes: dict[str, str]
+    device_targets: str | None  # the module's `hal.device.targets` for iree-compile, where a flag cannot say it
+    # Whether the backend generates kiln's GPU contraction kernels: a target with kernels, on an arch
+    # they run on (sm_90a), at the torch hand-off, with --kernels on (outline-contractions checks the
+    # same on the module's attributes).
+    kernels: bool = False
     levers: tuple[Lever, ...] = ()  # the target's levers (those the module has ops for apply)
     user_flags: int = 0  # how many of `iree_flags` (the last ones) the user gave: levers go before them
     # llvm-cpu: the path of kiln's bf16 kernel the CPU has (cpu_kernels/), None where it has none or
@@ -359,8 +420,20 @@ def resolve(options: CompileOptions) -> ResolvedTarget:
     flags = (*target.flags(options, arch), *input_type, f"--iree-opt-level={options.opt_level}", *options.extra_iree_flags)
     details = {**target.details(options, arch), "handoff": handoff}
     cpu_kernels, cpu_attention = _cpu_choices(options, target, handoff, details)
+    attributes = {"kiln.target": target.name, "kiln.handoff": handoff}
+    if arch is not None:
+        attributes["kiln.gpu_arch"] = arch.arch
+    if target.kernels:
+        choices = _contraction_choices(options)
+        details.update(choices)
+        attributes.update({f"kiln.{name}": value for name, value in choices.items()})
     if options.tuned is not None:
         details["tuned"] = options.tuned
+    described = target.archs.description(arch.arch) if target.archs is not None and arch is not None else None
+    device_targets = described.device_targets if described is not None else None
+    kernels = target.kernels and described is not None and described.kernels and handoff == "torch" and options.kernels == "on"
+    if target.kernels:
+        details["kernels"] = "on" if kernels else "off"  # what the compile does, not only what was asked
     return ResolvedTarget(
         target,
         arch,
@@ -368,6 +441,9 @@ def resolve(options: CompileOptions) -> ResolvedTarget:
         options.params,
         flags,
         details,
+        module_attributes=attributes,
+        device_targets=device_targets,
+        kernels=kernels,
         levers=target.levers,
         user_flags=len(options.extra_iree_flags),
         cpu_kernels=cpu_kernels,
@@ -375,6 +451,11 @@ def resolve(options: CompileOptions) -> ResolvedTarget:
     )
 
 
+# PyTorch's names for the precision of f32 matmuls (torch.set_float32_matmul_precision): "highest" is
+# f32 (kiln's kernels: tf32x3, f32-class accuracy), "high" and "medium" allow TF32. f32 convolutions
+# take "highest" or "high" alike; PyTorch's default for them on CUDA is TF32 (cuDNN's allow_tf32).
+MATMUL_PRECISIONS = ("highest", "high", "medium")
+CONV_PRECISIONS = ("highest", "high")
 KERNEL_CHOICES = ("on", "off")
 CPU_ATTENTION_CHOICES = ("f32", "bf16")
 
@@ -398,6 +479,31 @@ def _cpu_choices(
     details["cpu_attention"] = options.cpu_attention
     details["cpu_driver"] = options.cpu_driver
     return isa, options.cpu_attention
+
+
+def _contraction_choices(options: CompileOptions) -> dict[str, str]:
+    """How f32 contractions are computed, and whether kiln's kernels are used: from the options, else
+    from PyTorch's own settings in this process, as eager PyTorch would run them."""
+    matmul = options.matmul_precision or _torch_matmul_precision()
+    conv = options.conv_precision or _torch_conv_precision()
+    if matmul not in MATMUL_PRECISIONS:
+        raise KilnError(f"unknown matmul precision '{matmul}'; known: {', '.join(MATMUL_PRECISIONS)}", stage=STAGE)
+    if conv not in CONV_PRECISIONS:
+        raise KilnError(f"unknown convolution precision '{conv}'; known: {', '.join(CONV_PRECISIONS)}", stage=STAGE)
+    return {"matmul_precision": matmul, "conv_precision": conv, "kernels": options.kernels}
+
+
+def _torch_matmul_precision() -> str:
+    """torch.get_float32_matmul_precision() where torch is loaded; else its default, "highest"
+    (without torch imported, nothing can have changed it)."""
+    torch = sys.modules.get("torch")
+    return torch.get_float32_matmul_precision() if torch is not None else "highest"
+
+
+def _torch_conv_precision() -> str:
+    """"high" (TF32) when cuDNN may use TF32 for f32 convolutions, PyTorch's default; else "highest"."""
+    torch = sys.modules.get("torch")
+    return "high" if torch is None or torch.backends.cudnn.allow_tf32 else "highest"
 
 
 WEIGHT_POLICIES = ("auto", "inline", "external")

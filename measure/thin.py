@@ -6,6 +6,10 @@ of the suite's MLP (100 MB) shrink to nothing. `thicken` writes the tensors back
 file, which makes the same weights from the same seed on any machine, and checks that the result
 hashes to the original artifact, so the artifact that runs is exactly the one that was compiled.
 Only torch is needed to thicken: the GPU machine has no compiler but can run the model files.
+
+A weight may also sit in the artifact in another layout than the model's: kiln's NHWC convolution
+kernels on Hopper read convolution weights as [K, R, S, C] (PERMUTATIONS), which IREE computes at
+compile time and stores instead of the [K, C, R, S] original. Those copies are found and restored too.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from typing import Any
 import torch
 
 MIN_BYTES = 4096  # smaller tensors stay in the artifact
+# Layouts, besides its own, in which a tensor of that rank may be stored: rank -> permutations.
+PERMUTATIONS: dict[int, tuple[tuple[int, ...], ...]] = {4: ((0, 2, 3, 1),)}  # KCRS -> KRSC
 
 
 def model_tensors(model: torch.nn.Module, remove_duplicate: bool = True) -> dict[str, torch.Tensor]:
@@ -31,14 +37,16 @@ def thin(vmfb: bytes, tensors: dict[str, torch.Tensor]) -> tuple[bytes, dict[str
     data = bytearray(vmfb)
     weights = []
     for name, tensor in tensors.items():
-        raw = _bytes_of(tensor)
-        if len(raw) < MIN_BYTES:
-            continue
-        offsets = list(_occurrences(vmfb, raw))
-        for offset in offsets:
-            data[offset : offset + len(raw)] = bytes(len(raw))
-        if offsets:
-            weights.append({"name": name, "nbytes": len(raw), "offsets": offsets})
+        for permutation in (None, *PERMUTATIONS.get(tensor.dim(), ())):
+            raw = _bytes_of(tensor, permutation)
+            if len(raw) < MIN_BYTES:
+                continue
+            offsets = list(_occurrences(vmfb, raw))
+            for offset in offsets:
+                data[offset : offset + len(raw)] = bytes(len(raw))
+            if offsets:
+                layout = {"permutation": list(permutation)} if permutation is not None else {}
+                weights.append({"name": name, "nbytes": len(raw), "offsets": offsets, **layout})
     recipe = {"sha256": hashlib.sha256(vmfb).hexdigest(), "size": len(vmfb), "weights": weights}
     return zlib.compress(bytes(data), 6), recipe
 
@@ -49,7 +57,7 @@ def thicken(thinned: bytes, recipe: dict[str, Any], tensors: dict[str, torch.Ten
     for weight in recipe["weights"]:
         if weight["name"] not in tensors:
             raise ValueError(f"the model has no tensor '{weight['name']}' to restore")
-        raw = _bytes_of(tensors[weight["name"]])
+        raw = _bytes_of(tensors[weight["name"]], weight.get("permutation"))
         if len(raw) != weight["nbytes"]:
             raise ValueError(f"tensor '{weight['name']}' has {len(raw)} bytes; the artifact held {weight['nbytes']}")
         for offset in weight["offsets"]:
@@ -62,8 +70,11 @@ def thicken(thinned: bytes, recipe: dict[str, Any], tensors: dict[str, torch.Ten
     return bytes(data)
 
 
-def _bytes_of(tensor: torch.Tensor) -> bytes:
-    flat = tensor.detach().cpu().contiguous().reshape(-1)
+def _bytes_of(tensor: torch.Tensor, permutation: Iterable[int] | None = None) -> bytes:
+    tensor = tensor.detach().cpu()
+    if permutation is not None:
+        tensor = tensor.permute(*permutation)
+    flat = tensor.contiguous().reshape(-1)
     return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
 
 

@@ -67,6 +67,11 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "expand-pow-square",
             "slice-strided-pointwise-conv",  # exact; IREE's CUDA backend miscompiles the stride left in
             "cse",
+            # Last: the contractions as the simplifications left them. cuda, sm_90a, torch hand-off only.
+            "outline-contractions",
+            # cuda: IREE 3.13 miscompiles 16-bit 1x1 convolutions; after outlining, so that the bodies of
+            # outlined convolutions (IREE's code, should no kernel replace them) are rewritten too.
+            "pointwise-conv-to-mm",
         ),
     ),
     PassGroup(

@@ -79,8 +79,9 @@ class Manifest:
     source: dict[str, str] = field(default_factory=dict)  # {"path": ..., "sha256": ...}
     precision: str | None = None  # "bf16"/"f16" when compiled from an f32 model with --dtype
     parameters: dict[str, int] | None = None  # external weights {"count", "bytes"}, in <stem>.irpa
-    # One entry per contraction a kiln kernel could compute: which code computes it ("kiln": kernel,
-    # tiles, grid; or "iree") and why. Empty where kiln has no kernels for the target or model.
+    # One entry per contraction a kiln kernel could compute (llvm-cpu: bf16; cuda on Hopper: those the
+    # compiler outlined): which code computes it ("kiln": kernel, tiles, layout, precision; or "iree")
+    # and why. Empty where kiln has no kernels for the target or model.
     kernels: tuple[dict[str, Any], ...] = ()
     # CPU features (LLVM's names) the artifact's code needs beyond its target's baseline: kiln's CPU
     # kernels' (amx-bf16, avx512bf16). The runtime checks them, and asks Linux for AMX state, at load.

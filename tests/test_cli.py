@@ -130,11 +130,11 @@ def test_start_from_needs_a_stage_dump(tmp_path):
 
 
 def test_help_imports_nothing_heavy():
-    """`kiln --help` and `kiln compile --help` must stay instant: no torch, MLIR or IREE import."""
+    """`kiln --help` and `kiln compile --help` must stay instant: no torch, MLIR, IREE or Triton import."""
     script = (
         "import sys; from click.testing import CliRunner; from kiln.cli.main import kiln; "
         "assert CliRunner().invoke(kiln, ['compile', '--help']).exit_code == 0; "
-        "heavy = sorted(m for m in ('torch', 'torch_mlir', 'iree.compiler') if m in sys.modules); print(heavy)"
+        "heavy = sorted(m for m in ('torch', 'torch_mlir', 'iree.compiler', 'triton') if m in sys.modules); print(heavy)"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stdout + result.stderr

@@ -68,6 +68,9 @@ def test_every_example_cross_compiles_for_cuda(name):
         "gpu_arch_source": "gpu_arch",
         "gpu_arch_note": "",
         "handoff": "torch",  # cuda's default: IREE's torch input pipeline lowers from the torch dialect
+        "matmul_precision": "highest",  # PyTorch's defaults: f32 matmuls at f32, convolutions TF32
+        "conv_precision": "high",
+        "kernels": "off",  # kiln's kernels are sm_90a code
     }
     assert manifest.iree_flags[:4] == (
         "--iree-hal-target-device=cuda",
@@ -119,14 +122,31 @@ def test_a_known_arch_is_used_as_given(target, requested, arch):
     assert choose_arch(target, requested) == targets.ArchChoice(requested, arch, "gpu_arch", None)
 
 
+@pytest.mark.parametrize("requested", ["sm_90", "sm_90a", "SM_90A", "hopper", "h100", "h200", "gh200"])
+def test_hopper_is_sm_90a_described_in_full(requested):
+    """IREE 3.13's flag has no sm_90 (and "hopper", "h100" crash it): Hopper is compiled for through a
+    module attribute that describes sm_90a in full, with no --iree-cuda-target flag and no note."""
+    assert choose_arch("cuda", requested) == targets.ArchChoice(requested, "sm_90a", "gpu_arch", None)
+    resolved = targets.resolve(CompileOptions(target="cuda", gpu_arch=requested))
+    assert resolved.iree_flags[0] == "--iree-hal-target-device=cuda"
+    assert not any(flag.startswith("--iree-cuda-target") for flag in resolved.iree_flags)
+    assert resolved.device_targets is not None and 'arch = "sm_90a"' in resolved.device_targets
+    assert "chip = <wgp_count = 132>" in resolved.device_targets
+    assert resolved.details["gpu_arch"] == "sm_90a" and "132 SMs" in resolved.details["gpu_target"]
+    assert resolved.module_attributes["kiln.gpu_arch"] == "sm_90a"
+
+
+def test_only_cuda_describes_hopper():
+    """vulkan-spirv keeps its ampere stand-in for sm_90; an sm_80 compile gets no attribute."""
+    assert choose_arch("vulkan-spirv", "sm_90").arch == "ampere"
+    assert targets.resolve(CompileOptions(target="cuda", gpu_arch="sm_80")).device_targets is None
+
+
 @pytest.mark.parametrize(
     ("target", "requested", "arch"),
     [
-        ("cuda", "sm_90", "sm_80"),
-        ("cuda", "sm_90a", "sm_80"),
-        ("cuda", "sm_100", "sm_80"),
-        ("cuda", "hopper", "sm_80"),  # crashes iree-compile if passed through
-        ("cuda", "h100", "sm_80"),  # likewise
+        ("cuda", "sm_100", "sm_80"),  # sm_90a code does not run on Blackwell: the sm_80 stand-in
+        ("cuda", "b200", "sm_80"),
         ("cuda", "sm_120a", "sm_120"),
         ("vulkan-spirv", "sm_90", "ampere"),  # crashes iree-compile if passed through
         ("vulkan-spirv", "h200", "ampere"),
@@ -182,12 +202,13 @@ def _with_local_gpu(monkeypatch, target: str, local: str | None) -> None:
             "cuda: no local GPU found; compiling for sm_80, the default (choose with --gpu-arch)",
         ),
         ("cuda", "sm_86", "sm_86", "local GPU", "cuda: the local GPU is sm_86; compiling for sm_86"),
+        ("cuda", "sm_90", "sm_90a", "local GPU", "cuda: the local GPU is sm_90; compiling for sm_90a"),
         (
             "cuda",
-            "sm_90",
+            "sm_100",
             "sm_80",
             "local GPU",
-            "cuda: the local GPU is sm_90; IREE 3.13 has no target for sm_90; compiling for sm_80",
+            "cuda: the local GPU is sm_100; IREE 3.13 has no target for sm_100; compiling for sm_80",
         ),
         (
             "cuda",
@@ -300,19 +321,19 @@ def test_cli_unknown_gpu_arch_is_one_error_listing_the_known_ones(tmp_path):
     assert result.output.startswith(
         "error: [target] unknown --gpu-arch 'sm_50' for target cuda; known: sm_60, sm_61, "
     )
-    assert "; NVIDIA GPUs it lacks (sm_90, sm_100, h100, ...) get sm_80" in result.output
+    assert "; sm_90, hopper, h100, h200, gh200 get sm_90a; other NVIDIA GPUs it lacks (sm_100, b200, ...) get sm_80" in result.output
     assert "Traceback" not in result.output and not output.exists()
 
 
 def test_cli_newer_arch_compiles_with_one_note(tmp_path):
-    result, output = compile_cli(tmp_path, EXAMPLES / "mlp.py", "--target", "cuda", "--gpu-arch", "sm_90")
+    result, output = compile_cli(tmp_path, EXAMPLES / "mlp.py", "--target", "cuda", "--gpu-arch", "sm_100")
     assert result.exit_code == 0, result.output
     notes = [line for line in result.output.splitlines() if line.startswith("note:")]
     assert notes == [
-        "note: cuda: IREE 3.13 has no target for sm_90; compiling for sm_80, whose PTX the CUDA driver JIT-compiles for the newer GPU"
+        "note: cuda: IREE 3.13 has no target for sm_100; compiling for sm_80, whose PTX the CUDA driver JIT-compiles for the newer GPU"
     ]
     details = json.loads(output.with_suffix(".json").read_text())["target_details"]
-    assert details["gpu_arch"] == "sm_80" and details["gpu_arch_requested"] == "sm_90"
+    assert details["gpu_arch"] == "sm_80" and details["gpu_arch_requested"] == "sm_100"
     assert details["gpu_arch_note"] == notes[0].removeprefix("note: ")
 
 

@@ -189,9 +189,18 @@ def _llvm_gpu(target: str) -> tuple[Knob, ...]:
     )
 
 
+def _cuda() -> tuple[Knob, ...]:
+    kernels = Knob(
+        "kernels",
+        "kiln's own matmul and convolution kernels on Hopper (sm_90a; compiler/kernels/), or IREE's code for all",
+        (Choice("on"), Choice("off", options=(("kernels", "off"),))),
+    )
+    return (*_llvm_gpu("cuda"), kernels)
+
+
 SPACES: dict[str, Space] = {
     "llvm-cpu": _llvm_cpu(),
-    "cuda": _llvm_gpu("cuda"),
+    "cuda": _cuda(),
     "rocm": _llvm_gpu("rocm"),
     "vulkan-spirv": _common("vulkan-spirv"),
 }

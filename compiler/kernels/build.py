@@ -1,0 +1,207 @@
+"""Compiling a kernel ahead of time: Triton on this machine (no GPU needed) -> sm_90a PTX that IREE launches.
+
+`compile_kernel` runs Triton's compiler for `GPUTarget("cuda", 90, 32)` and returns a `Kernel`: the
+PTX with its `.entry` trimmed to IREE's CUDA calling convention (the binding pointers, nothing else),
+its entry name, warps, dynamic shared memory and grid. Anything that makes the kernel unusable raises
+`Unsupported`, which the caller turns into IREE's own code and a note: another Triton version than the
+one checked, a dtype or precision not checked on a GPU, operands too large for 32-bit offsets, a
+Triton error, a kernel that needs Triton's scratch memory or thread-block clusters.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+import re
+from dataclasses import dataclass
+
+from .contraction import Contraction, Conv2d, Matmul
+from .tiles import Tiles
+
+TRITON_VERSION = "3.9.0"  # the version the ABI trim below was written against and the GPU run used
+PTX_VERSION = 90  # Triton 3.9's default `.version 9.4` is rejected by CUDA 13.0 drivers (580)
+MAX_INT32 = 2**31 - 1  # offsets are 32-bit: every operand must have fewer elements
+_TRITON_TYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
+# (kind, dtype, precision) that ran correctly on an H100 (benchmarks/results/kernels-h100.json); the
+# same source in other dtypes and precisions compiles but has not run on a GPU yet.
+CHECKED = {
+    ("mm", "f32", "tf32x3"), ("mm", "f32", "tf32"), ("mm", "bf16", ""),
+    ("conv2d", "f32", "tf32"), ("conv2d", "bf16", ""),
+}  # fmt: skip
+
+
+class Unsupported(Exception):
+    """No kernel for this contraction or configuration: IREE's own code computes it."""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A compiled kernel, ready to embed: launched with its operands' bindings then the result's, as
+    64-bit pointers, and no push constants; `grid` programs of 32 * `num_warps` threads each."""
+
+    entry: str  # the PTX `.entry` name, which the IREE export must also carry
+    ptx: str
+    num_warps: int
+    shared_bytes: int  # dynamic shared memory per program
+    grid: tuple[int, int, int]
+    contraction: Contraction  # with the layout the kernel reads
+    tiles: Tiles
+
+
+def triton_version() -> str | None:
+    try:
+        return importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def check(contraction: Contraction) -> None:
+    """Raise Unsupported unless a kernel may be generated for `contraction` here."""
+    version = triton_version()
+    if version is None:
+        raise Unsupported("Triton is not installed (pip install 'torchkiln[kernels]')")
+    if version != TRITON_VERSION:
+        raise Unsupported(f"Triton {version} is installed; kiln's kernels are checked with {TRITON_VERSION}")
+    kind = "mm" if isinstance(contraction, Matmul) else "conv2d"
+    if (kind, contraction.dtype, contraction.precision) not in CHECKED:
+        precision = f" with {contraction.precision}" if contraction.precision else ""
+        raise Unsupported(f"{contraction.dtype} {kind}{precision} kernels have not been checked on a GPU yet")
+    for shape in (*contraction.operand_shapes(), contraction.result_shape()):
+        if math.prod(shape) > MAX_INT32:
+            raise Unsupported(f"an operand of {math.prod(shape)} elements: the kernels' offsets are 32-bit")
+        if 0 in shape:
+            raise Unsupported("an empty operand")
+
+
+def compile_kernel(contraction: Contraction, tiles: Tiles) -> Kernel:
+    check(contraction)
+    if isinstance(contraction, Matmul):
+        return _compile_matmul(contraction, tiles)
+    return _compile_conv(contraction, tiles)
+
+
+def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
+    b_sk, b_sn = (1, mm.k) if mm.b_layout == "nk" else (mm.n, 1)
+    constants = dict(
+        M=mm.m, N=mm.n, K=mm.k,
+        A_SB=mm.m * mm.k, A_SM=mm.k, A_SK=1,
+        B_SB=mm.n * mm.k, B_SK=b_sk, B_SN=b_sn,
+        C_SB=mm.m * mm.n, C_SM=mm.n, C_SN=1,
+        BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, GROUP_M=tiles.group_m,
+        PRECISION=mm.precision or "ieee",
+    )  # fmt: skip
+    programs = math.ceil(mm.m / tiles.block_m) * math.ceil(mm.n / tiles.block_n)
+    return _compile("kiln_matmul", ("a_ptr", "b_ptr", "c_ptr"), constants, mm, tiles, programs, "kiln_mm")
+
+
+def _compile_conv(conv: Conv2d, tiles: Tiles) -> Kernel:
+    if conv.p <= 0 or conv.q <= 0:
+        raise Unsupported("an empty output")
+    weight_layout = "krsc" if conv.layout == "nhwc" else "kcrs"
+    x = _strides(conv.layout, dict(n=conv.n, h=conv.h, w=conv.w, c=conv.c))
+    w = _strides(weight_layout, dict(k=conv.k_out, r=conv.r, s=conv.s, c=conv.c))
+    y = _strides(conv.layout.replace("c", "k"), dict(n=conv.n, h=conv.p, w=conv.q, k=conv.k_out))
+    constants = dict(
+        BATCH=conv.n, H=conv.h, W=conv.w, C=conv.c, K_OUT=conv.k_out, R=conv.r, S=conv.s, P=conv.p, Q=conv.q,
+        STRIDE_H=conv.stride[0], STRIDE_W=conv.stride[1], PAD_H=conv.padding[0], PAD_W=conv.padding[1],
+        DIL_H=conv.dilation[0], DIL_W=conv.dilation[1],
+        X_SN=x["n"], X_SC=x["c"], X_SH=x["h"], X_SW=x["w"],
+        W_SK=w["k"], W_SC=w["c"], W_SR=w["r"], W_SS=w["s"],
+        Y_SN=y["n"], Y_SK=y["k"], Y_SP=y["h"], Y_SQ=y["w"],
+        BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, GROUP_M=tiles.group_m,
+        PRECISION=conv.precision or "ieee", CHANNEL_STEPS=conv.c >= tiles.block_k,
+    )  # fmt: skip
+    rows, cols, _ = conv.gemm
+    programs = math.ceil(rows / tiles.block_m) * math.ceil(cols / tiles.block_n)
+    return _compile("kiln_conv2d", ("x_ptr", "w_ptr", "y_ptr"), constants, conv, tiles, programs, "kiln_conv")
+
+
+def _strides(layout: str, sizes: dict[str, int]) -> dict[str, int]:
+    """Contiguous strides of a 4-D layout spelled by its dimension letters, e.g. "nhwc"."""
+    strides, step = {}, 1
+    for dim in reversed(layout):
+        strides[dim] = step
+        step *= sizes[dim]
+    return strides
+
+
+def _compile(
+    kernel_name: str,
+    pointers: tuple[str, str, str],
+    constants: dict[str, object],
+    contraction: Contraction,
+    tiles: Tiles,
+    programs: int,
+    prefix: str,
+) -> Kernel:
+    import triton
+    from triton import knobs
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from . import triton_source
+
+    fn = getattr(triton_source, kernel_name)
+    entry = prefix + "_" + re.sub(r"[^A-Za-z0-9_]", "_", f"{contraction.label}_{tiles.label}")
+    signature = {name: f"*{_TRITON_TYPES[contraction.dtype]}" for name in pointers[:2]}
+    signature[pointers[2]] = f"*{_TRITON_TYPES[contraction.out_dtype]}"
+    signature["bias_ptr"] = "constexpr"  # part of the measured source; kiln adds a bias outside the kernel
+    signature.update(dict.fromkeys(constants, "constexpr"))
+    signature = {name: signature[name] for name in fn.arg_names}  # in parameter order
+    # IREE binds every buffer at an offset aligned to 64 bytes: the pointers are 16-byte divisible.
+    attrs = {(fn.arg_names.index(name),): [["tt.divisibility", 16]] for name in pointers}
+    source = ASTSource(fn, signature, constexprs={**constants, "bias_ptr": None}, attrs=attrs)
+    # FMA contraction on (Triton 3.9's default, which 3.10 changes): said rather than inherited.
+    options = dict(num_warps=tiles.num_warps, num_stages=tiles.num_stages, ptx_version=PTX_VERSION, enable_fp_fusion=True)
+    try:
+        with knobs.compilation.scope():
+            knobs.compilation.disable_line_info = True  # no .loc/DWARF: the PTX is half the size
+            compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options=options)
+    except Exception as error:  # Triton reports unsupported tiles (shared memory, ...) in many ways
+        first = str(error).splitlines()[0] if str(error) else ""
+        raise Unsupported(f"Triton could not compile {entry}: {type(error).__name__}: {first}") from error
+    metadata = compiled.metadata
+    return Kernel(
+        entry=entry,
+        ptx=iree_entry(compiled.asm["ptx"], metadata, len(pointers), entry),
+        num_warps=metadata.num_warps,
+        shared_bytes=metadata.shared,
+        grid=(programs, 1, 1),
+        contraction=contraction,
+        tiles=tiles,
+    )
+
+
+_ENTRY = re.compile(r"\.visible \.entry (\w+)\(\s*(.*?)\)", re.DOTALL)
+
+
+def iree_entry(ptx: str, metadata: object, bindings: int, entry: str) -> str:
+    """The PTX with its `.entry` renamed to `entry` and taking exactly `bindings` pointers.
+
+    Triton appends two pointers to every kernel (global and profile scratch). IREE's CUDA HAL passes
+    the bindings and then the push constants, nothing else, so the two must go: safe only when the
+    kernel needs neither (both sizes 0) and no instruction reads them."""
+    global_scratch = getattr(metadata, "global_scratch_size", 0)
+    profile_scratch = getattr(metadata, "profile_scratch_size", 0)
+    if global_scratch or profile_scratch:
+        raise Unsupported(
+            f"the kernel needs Triton scratch memory (global {global_scratch} B, profile {profile_scratch} B), "
+            "which IREE cannot pass"
+        )
+    if getattr(metadata, "num_ctas", 1) != 1 or tuple(getattr(metadata, "cluster_dims", (1, 1, 1))) != (1, 1, 1):
+        raise Unsupported("thread-block clusters: IREE launches without cluster dimensions")
+    found = _ENTRY.findall(ptx)
+    match = _ENTRY.search(ptx)
+    if match is None or len(found) != 1:
+        raise Unsupported("expected exactly one .entry in Triton's PTX")
+    name, params_text = match.group(1), match.group(2)
+    params = [param.strip() for param in params_text.split(",")]
+    if len(params) != bindings + 2 or not all(".u64" in param for param in params):
+        raise Unsupported(f"expected {bindings} + 2 pointer parameters, found {params}")
+    for scratch in params[bindings:]:
+        scratch_name = scratch.split()[-1]
+        if re.search(rf"\[{re.escape(scratch_name)}(\+\d+)?\]", ptx[match.end() :]):
+            raise Unsupported(f"the kernel reads its scratch parameter {scratch_name}")
+    kept = ",\n\t".join(params[:bindings])
+    trimmed = ptx[: match.start()] + f".visible .entry {entry}(\n\t{kept}\n)" + ptx[match.end() :]
+    return re.sub(rf"\b{re.escape(name)}_param_", f"{entry}_param_", trimmed)

@@ -1,0 +1,148 @@
+"""What one kernel computes: a matmul or a 2-D convolution, with every size a constant.
+
+The pass outline-contractions (passes/outline_contractions.py) describes each contraction it
+outlines as a `kiln.contraction` dictionary attribute on the outlined function; `from_description`
+reads that dictionary back as a `Matmul` or a `Conv2d`. The kernels (triton_source.py) take every
+shape, stride and convolution parameter as a compile-time constant, so one compiled kernel serves one
+of these values, and its label names it (the key of the measured tiles, measured.json).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+DTYPES = ("f32", "bf16", "f16")  # element types as MLIR spells them
+# f32 inputs: tf32x3 (PyTorch's "highest", f32-class accuracy), tf32 ("high", and cuDNN's default for
+# convolutions) or ieee (plain f32 FMAs, slow). 16-bit inputs: "" (tensor cores, f32 accumulation).
+PRECISIONS = ("tf32x3", "tf32", "ieee", "")
+
+
+@dataclass(frozen=True)
+class Matmul:
+    """C[M, N] = A[M, K] @ B, with B given as W[N, K] (`b_layout="nk"`, nn.Linear's weight, read as
+    is) or as B[K, N] ("kn"). 16-bit inputs accumulate in f32; the result has `out_dtype` (the input
+    dtype, or f32 for kiln's bf16 Linear layers, which compute in f32 from bf16 values)."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str
+    out_dtype: str
+    b_layout: str = "nk"
+    precision: str = ""
+
+    def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
+        return ((self.m, self.k), (self.n, self.k) if self.b_layout == "nk" else (self.k, self.n))
+
+    def result_shape(self) -> tuple[int, ...]:
+        return (self.m, self.n)
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    @property
+    def gemm(self) -> tuple[int, int, int]:
+        """The GEMM's (M, N, K)."""
+        return self.m, self.n, self.k
+
+    @property
+    def label(self) -> str:
+        precision = f"-{self.precision}" if self.dtype == "f32" else ""
+        out = f"-out{self.out_dtype}" if self.out_dtype != self.dtype else ""
+        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-{self.b_layout}{out}"
+
+    @property
+    def shape_key(self) -> str:
+        """The label of the same contraction with a W[N, K] operand and its own output dtype: the key of
+        its measured tiles (the output dtype changes only the final store)."""
+        precision = f"-{self.precision}" if self.dtype == "f32" else ""
+        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-nk"
+
+
+@dataclass(frozen=True)
+class Conv2d:
+    """y = conv2d(x, w), groups 1, in PyTorch's NCHW/KCRS; `layout` is how the kernel reads it: "nchw"
+    (the tensors as they are) or "nhwc" (activations and result transposed to NHWC and the weights to
+    KRSC around the kernel). 16-bit inputs accumulate in f32; f32 runs with `precision`."""
+
+    n: int
+    c: int
+    h: int
+    w: int
+    k_out: int
+    r: int
+    s: int
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+    dtype: str
+    out_dtype: str
+    precision: str = ""
+    bias: bool = False  # a bias[k_out] operand, added after the kernel
+    layout: str = "nchw"
+
+    @property
+    def p(self) -> int:
+        return (self.h + 2 * self.padding[0] - self.dilation[0] * (self.r - 1) - 1) // self.stride[0] + 1
+
+    @property
+    def q(self) -> int:
+        return (self.w + 2 * self.padding[1] - self.dilation[1] * (self.s - 1) - 1) // self.stride[1] + 1
+
+    def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
+        """The kernel's operands in its layout (without the bias, which is added outside it)."""
+        if self.layout == "nhwc":
+            return (self.n, self.h, self.w, self.c), (self.k_out, self.r, self.s, self.c)
+        return (self.n, self.c, self.h, self.w), (self.k_out, self.c, self.r, self.s)
+
+    def result_shape(self) -> tuple[int, ...]:
+        if self.layout == "nhwc":
+            return (self.n, self.p, self.q, self.k_out)
+        return (self.n, self.k_out, self.p, self.q)
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.n * self.p * self.q * self.k_out * self.r * self.s * self.c
+
+    @property
+    def gemm(self) -> tuple[int, int, int]:
+        """The implicit GEMM's (M, N, K): output pixels, output channels, filter taps times channels."""
+        return self.n * self.p * self.q, self.k_out, self.r * self.s * self.c
+
+    @property
+    def label(self) -> str:
+        return self._name(self.layout, "krsc" if self.layout == "nhwc" else "kcrs") + (
+            f"-out{self.out_dtype}" if self.out_dtype != self.dtype else ""
+        )
+
+    @property
+    def shape_key(self) -> str:
+        """The key of its measured tiles: the measurement named every convolution by its NHWC form."""
+        return self._name("nhwc", "krsc")
+
+    def _name(self, layout: str, weight_layout: str) -> str:
+        precision = f"-{self.precision}" if self.dtype == "f32" else ""
+        geometry = f"s{self.stride[0]}p{self.padding[0]}" + (f"d{self.dilation[0]}" if self.dilation != (1, 1) else "")
+        return (
+            f"conv{self.n}x{self.c}x{self.h}x{self.w}-k{self.k_out}r{self.r}x{self.s}{geometry}-{self.dtype}{precision}"
+            f"-{layout}-{weight_layout}"
+        )
+
+
+Contraction = Matmul | Conv2d
+
+
+def from_description(description: Mapping[str, Any]) -> Contraction:
+    """The contraction a `kiln.contraction` attribute describes (as plain Python values)."""
+    fields = dict(description)
+    kind = fields.pop("kind")
+    if kind == "mm":
+        return Matmul(**fields)
+    if kind == "conv2d":
+        for name in ("stride", "padding", "dilation"):
+            fields[name] = tuple(fields[name])
+        return Conv2d(**fields)
+    raise ValueError(f"unknown contraction kind {kind!r}")

@@ -1,0 +1,151 @@
+"""A compiled kernel inside an IREE module: an `hal.executable.source` and the function that dispatches it.
+
+IREE 3.13 takes PTX it did not generate as an external executable: a `hal.executable.source` whose
+`objects` property holds the PTX inline (bytes, NUL-terminated: no file to ship or find), one export
+named as the PTX `.entry`, a pipeline layout with one storage-buffer binding per pointer, and the
+launch's block size and dynamic shared memory on the export. A `flow.dispatch` of that export is an
+ordinary op on tensors: IREE allocates, orders and launches it like its own dispatches.
+
+The dispatching function replaces the body of the function outline-contractions made, keeping its
+name and `!torch.vtensor` signature, so the call sites do not change. Around the dispatch it holds the
+layout changes the kernel wants (NCHW -> NHWC activations, KCRS -> KRSC weights, a B[K, N] turned
+into W[N, K]) and a convolution's bias, as torch ops: IREE folds those on weights at compile time
+and fuses the others into the neighbouring dispatches. Text in IREE's custom syntax, properties in
+`<{...}>` (3.13 rejects the `attributes {...}` spelling of older samples).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .build import Kernel
+from .contraction import Contraction, Conv2d, Matmul
+
+# The target of the PTX object; IREE matches objects to the module's executable variants by it.
+EXECUTABLE_TARGET = '#hal.executable.target<"cuda", "cuda-nvptx-fb">'
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The outlined function's operand and result types, as printed (`!torch.vtensor<[8,64],f32>`)."""
+
+    operands: tuple[str, ...]
+    result: str
+
+
+def executable(kernel: Kernel, name: str) -> str:
+    """The `hal.executable.source` op named `name` holding `kernel`."""
+    ptx = kernel.ptx.encode() + b"\0"  # the driver loads PTX as a NUL-terminated string
+    bindings = ",\n      ".join(
+        ["#hal.pipeline.binding<storage_buffer, ReadOnly>"] * 2 + ["#hal.pipeline.binding<storage_buffer>"]
+    )
+    x, y, z = kernel.grid
+    return f"""  hal.executable.source private @{name} <{{objects = #hal.executable.objects<{{
+    {EXECUTABLE_TARGET} = [#hal.executable.object<{{data = dense<"0x{ptx.hex().upper()}"> : vector<{len(ptx)}xi8>}}>]
+  }}>}}> {{
+    hal.executable.export public @{kernel.entry} ordinal(0) layout(#hal.pipeline.layout<bindings = [
+      {bindings}
+    ]>) count(%device: !hal.device) -> (index, index, index) {{
+      %x = arith.constant {x} : index
+      %y = arith.constant {y} : index
+      %z = arith.constant {z} : index
+      hal.return %x, %y, %z : index, index, index
+    }} <workgroup_size = [{32 * kernel.num_warps} : index, 1 : index, 1 : index], workgroup_local_memory = {kernel.shared_bytes}>
+  }}
+"""
+
+
+def function(kernel: Kernel, name: str, executable_name: str, signature: Signature, described: Contraction) -> str:
+    """`func.func private @name` with `signature`, computing `described` (the contraction as the
+    function receives it: NCHW, B as W[N, K] or B[K, N]) by dispatching `kernel`."""
+    body = _Body()
+    args = [f"%arg{index}" for index in range(len(signature.operands))]
+    contraction = kernel.contraction
+    a, b = args[0], args[1]
+    a_type, b_type = signature.operands[0], signature.operands[1]
+    a_shape, b_shape = contraction.operand_shapes()
+    if isinstance(contraction, Conv2d) and contraction.layout == "nhwc":
+        a = body.permute(a, a_type, [0, 2, 3, 1])
+        b = body.permute(b, b_type, [0, 2, 3, 1])
+    elif isinstance(described, Matmul) and described.b_layout != contraction.b_layout:
+        b = body.permute(b, b_type, [1, 0])  # B arrived as [K, N]: the kernel reads W[N, K]
+    dtype = contraction.dtype
+    result_shape, out_dtype = contraction.result_shape(), contraction.out_dtype
+    built = [body.to_builtin(value, _vtensor(shape, dtype)) for value, shape in ((a, a_shape), (b, b_shape))]
+    types = [_tensor(a_shape, dtype), _tensor(b_shape, dtype)]
+    dispatched = body.line(
+        f"flow.dispatch @{executable_name}::@{kernel.entry}({', '.join(built)}) : "
+        f"({', '.join(types)}) -> {_tensor(result_shape, out_dtype)}"
+    )
+    result = body.line(
+        f"torch_c.from_builtin_tensor {dispatched} : {_tensor(result_shape, out_dtype)} -> {_vtensor(result_shape, out_dtype)}"
+    )
+    result_type = _vtensor(result_shape, out_dtype)
+    if isinstance(described, Conv2d) and described.bias:  # the kernel itself never adds one
+        result = body.add_bias(result, result_type, args[2], signature.operands[2], contraction)
+    if isinstance(contraction, Conv2d) and contraction.layout == "nhwc":
+        result = body.permute(result, result_type, [0, 3, 1, 2])
+    header = ", ".join(f"{arg}: {type_}" for arg, type_ in zip(args, signature.operands, strict=True))
+    return (
+        f"  func.func private @{name}({header}) -> {signature.result} {{\n"
+        + "".join(f"    {line}\n" for line in body.lines)
+        + f"    return {result} : {signature.result}\n  }}\n"
+    )
+
+
+class _Body:
+    """The lines of a function body, each defining the next SSA value."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._ints: dict[int, str] = {}
+
+    def line(self, text: str) -> str:
+        value = f"%{len(self.lines)}"
+        self.lines.append(f"{value} = {text}")
+        return value
+
+    def int_(self, value: int) -> str:
+        if value not in self._ints:
+            self._ints[value] = self.line(f"torch.constant.int {value}")
+        return self._ints[value]
+
+    def int_list(self, values: list[int]) -> str:
+        items = [self.int_(value) for value in values]
+        return self.line(f"torch.prim.ListConstruct {', '.join(items)} : ({', '.join(['!torch.int'] * len(items))}) -> !torch.list<int>")
+
+    def permute(self, value: str, type_: str, order: list[int]) -> str:
+        shape, dtype = _shape(type_), _dtype(type_)
+        permuted = _vtensor(tuple(shape[axis] for axis in order), dtype)
+        listed = self.int_list(order)
+        return self.line(f"torch.aten.permute {value}, {listed} : {type_}, !torch.list<int> -> {permuted}")
+
+    def to_builtin(self, value: str, type_: str) -> str:
+        return self.line(f"torch_c.to_builtin_tensor {value} : {type_} -> {_tensor(_shape(type_), _dtype(type_))}")
+
+    def add_bias(self, value: str, type_: str, bias: str, bias_type: str, conv: Conv2d) -> str:
+        """`value + bias`, the bias along the channel axis of the kernel's result layout."""
+        if conv.layout == "nchw":
+            bias = self.line(
+                f"torch.aten.view {bias}, {self.int_list([1, conv.k_out, 1, 1])} : {bias_type}, !torch.list<int> -> "
+                f"{_vtensor((1, conv.k_out, 1, 1), _dtype(bias_type))}"
+            )
+            bias_type = _vtensor((1, conv.k_out, 1, 1), _dtype(bias_type))
+        return self.line(f"torch.aten.add.Tensor {value}, {bias}, {self.int_(1)} : {type_}, {bias_type}, !torch.int -> {type_}")
+
+
+def _vtensor(shape: tuple[int, ...], dtype: str) -> str:
+    return f"!torch.vtensor<[{','.join(str(size) for size in shape)}],{dtype}>"
+
+
+def _tensor(shape: tuple[int, ...], dtype: str) -> str:
+    return f"tensor<{'x'.join(str(size) for size in shape)}x{dtype}>"
+
+
+def _shape(vtensor: str) -> tuple[int, ...]:
+    sizes = vtensor[len("!torch.vtensor<[") : vtensor.index("]")]
+    return tuple(int(size) for size in sizes.split(",") if size)
+
+
+def _dtype(vtensor: str) -> str:
+    return vtensor[vtensor.index("],") + 2 : -1]

@@ -1,0 +1,133 @@
+"""Which launch configuration (tiles, warps, stages, and for convolutions the layout) a kernel gets.
+
+Where the shape was measured on a GPU (measured.json, written from a device run's results by
+benchmarks/kernels_table.py), the fastest configuration that was correct there; where that run found
+IREE's own code faster, IREE's code. Elsewhere a heuristic: the largest tiles that still give about
+one program per SM. `candidates` lists the few configurations worth timing for a shape (what the
+device run measured, and what a per-shape tuner would try).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .contraction import Contraction, Conv2d, Matmul
+
+MEASURED = Path(__file__).with_name("measured.json")
+SMS = 132  # an H100's streaming multiprocessors: the heuristic aims for about one program on each
+SMALL_M = 8  # matmuls with fewer rows are GEMVs, where IREE's code measured faster (unmeasured shapes)
+
+
+@dataclass(frozen=True)
+class Tiles:
+    """One launch configuration: a program's output tile, its K step, warps and pipeline depth."""
+
+    block_m: int
+    block_n: int
+    block_k: int
+    num_warps: int = 4
+    num_stages: int = 3
+    group_m: int = 8  # programs that share a column of B tiles, for L2 reuse
+
+    @property
+    def label(self) -> str:
+        return f"{self.block_m}x{self.block_n}x{self.block_k}w{self.num_warps}s{self.num_stages}"
+
+    @staticmethod
+    def parse(label: str) -> Tiles:
+        match = re.fullmatch(r"(\d+)x(\d+)x(\d+)w(\d+)s(\d+)", label)
+        if match is None:
+            raise ValueError(f"not a tiles label: {label!r}")
+        m, n, k, warps, stages = (int(group) for group in match.groups())
+        return Tiles(m, n, k, warps, stages)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A kernel configuration, or IREE's own code (`tiles` None), and why."""
+
+    tiles: Tiles | None
+    layout: str  # convolutions: "nhwc" or "nchw"; matmuls: "nk"
+    why: str
+
+
+@functools.cache
+def measured() -> dict[str, dict]:
+    """Shape key -> what the device run found for it (measured.json's `shapes`)."""
+    return json.loads(MEASURED.read_text())["shapes"]
+
+
+def choose(contraction: Contraction) -> Choice:
+    """The configuration `contraction` gets by default: measured where its shape was, else the heuristic."""
+    found = measured().get(contraction.shape_key)
+    if found is not None:
+        gpu = measured_on()
+        if found["use"] == "iree":
+            return Choice(None, "", f"IREE's code measured faster on the {gpu} ({found['why']})")
+        return Choice(Tiles.parse(found["tiles"]), found["layout"], f"measured fastest on the {gpu}")
+    layout = default_layout(contraction)
+    if isinstance(contraction, Matmul) and contraction.m < SMALL_M:
+        return Choice(None, "", f"{contraction.m} rows: a GEMV, where IREE's code measured faster")
+    return Choice(default_tiles(contraction, layout), layout, "heuristic (shape not measured)")
+
+
+def measured_on() -> str:
+    return json.loads(MEASURED.read_text())["gpu"]
+
+
+def default_layout(contraction: Contraction) -> str:
+    """NHWC for convolutions that step through channels (NCHW reads measured 2-10x slower there); NCHW
+    for few channels (an RGB stem, C < 16), where every NHWC variant of the flat path that the device
+    run tried with 4 warps computed wrong results and every NCHW one was right."""
+    if isinstance(contraction, Matmul):
+        return "nk"
+    return "nhwc" if contraction.c >= 16 else "nchw"
+
+
+def default_tiles(contraction: Contraction, layout: str) -> Tiles:
+    """For a problem that fills the GPU, the largest tiles that still do (of the measured shapes that
+    did, each candidate won about a third); for one too small to, the smallest tiles, the most programs
+    (they won 38 of the 46 measured shapes that small)."""
+    chosen = candidates(contraction, layout)
+    return chosen[0] if _programs(contraction, chosen[0]) >= SMS - 12 else chosen[-1]
+
+
+def _programs(contraction: Contraction, tiles: Tiles) -> int:
+    rows, cols, _ = contraction.gemm
+    return math.ceil(rows / tiles.block_m) * math.ceil(cols / tiles.block_n)
+
+
+def candidates(contraction: Contraction, layout: str, count: int = 3) -> list[Tiles]:
+    """A few configurations worth timing: from a fixed pool, largest tiles first, the two largest that
+    still give about one program per SM, then the next smaller one; a problem too small for that gets
+    the smallest tiles. 64-row tiles use one warpgroup's wgmma, 16-row tiles (skinny outputs) mma.sync.
+    f32 runs TF32 MMAs, which take half the K per byte of bf16: its K step is halved, and it has no
+    128x256 tile (tf32x3 keeps three products per step and spills there)."""
+    rows, cols, depth = contraction.gemm
+    k = 64 if contraction.dtype != "f32" else 32
+    pool = [
+        *([Tiles(128, 256, k, 8, 3)] if contraction.dtype != "f32" else []),
+        Tiles(128, 128, k, 8, 3), Tiles(128, 64, k, 4, 4), Tiles(64, 128, k, 4, 4), Tiles(64, 64, k, 4, 4),
+        Tiles(64, 32, 2 * k, 4, 4), Tiles(16, 64, 2 * k, 4, 4), Tiles(16, 32, 4 * k, 4, 4),
+    ]  # fmt: skip
+    fitted = []
+    for t in pool:  # no tile wider than the (power-of-two rounded) output, nor a K step past the reduction
+        block_n = min(t.block_n, max(16, 1 << (cols - 1).bit_length()))
+        block_k = min(t.block_k, max(16, 1 << (depth - 1).bit_length()))
+        if isinstance(contraction, Conv2d) and layout == "nhwc" and 16 <= contraction.c < block_k:
+            block_k = 1 << (contraction.c.bit_length() - 1)  # whole channel chunks where there are enough
+        if t.block_m >= 64 or rows <= 64:  # 16-row tiles only for skinny outputs
+            fitted.append(Tiles(t.block_m, block_n, block_k, t.num_warps, t.num_stages, t.group_m))
+    fitted = list(dict.fromkeys(fitted))
+    busy = [t for t in fitted if _programs(contraction, t) >= SMS - 12]
+    if not busy:
+        return fitted[-count:]
+    chosen = busy[: count - 1]
+    rest = [t for t in fitted if t not in chosen]
+    smaller = [t for t in rest if _programs(contraction, t) > _programs(contraction, chosen[-1])]
+    return chosen + (smaller[:1] if smaller else rest[-1:])

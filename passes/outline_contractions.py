@@ -1,0 +1,383 @@
+"""outline-contractions: each matmul and convolution kiln has a GPU kernel for moves into a function of its own.
+
+For CUDA on Hopper (sm_90a) at the torch hand-off, kiln computes matmuls and convolutions with its
+own kernels (compiler/kernels/). This pass marks where: each eligible contraction becomes a
+`func.call` of a private function that takes the contraction's operands, carries a
+`kiln.contraction` dictionary describing it (kind, sizes, dtypes, layout, precision), and computes
+it with the same torch ops as before. Just before iree-compile the compiler replaces the body of each
+function it has a kernel for by a dispatch of that kernel; any other function keeps its torch ops,
+which IREE inlines and compiles as it always did. Identical contractions share one function.
+
+Eligible, with static shapes:
+- `aten.mm(A, B)` of f32, bf16 or f16 operands, B being `permute(W, [1, 0])` (nn.Linear's W[N, K],
+  passed as is) or any [K, N] value. When both operands are `aten.to.dtype` upcasts of 16-bit values
+  (kiln's bf16 Linear layers compute in f32 from bf16 values), the function takes the 16-bit values:
+  a 16-bit kernel with f32 accumulation and an f32 result is the same arithmetic.
+- `aten.bmm(A, broadcast_to(B, [b, k, n]))` of a 2-D B (one weight for every batch: the in-projection
+  of nn.MultiheadAttention on batch-first inputs) is first rewritten as the one matmul it is:
+  `view(mm(view(A, [b*m, k]), B), [b, m, n])`.
+- `aten.convolution` in 2-D, not transposed, groups 1 (a depthwise convolution is not a GEMM).
+
+The module says whether kernels apply: `kiln.target` "cuda", `kiln.gpu_arch` sm_90a (the PTX is
+sm_90a code), `kiln.handoff` "torch", `kiln.kernels` "on"; `kiln.matmul_precision` and
+`kiln.conv_precision` (PyTorch's "highest" / "high" / "medium") give f32 kernels their precision:
+tf32x3 (f32-class accuracy) for "highest", TF32 otherwise. The compiler sets these module
+attributes from its options; without them the pass does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from torch_mlir import ir
+
+from .pass_api import Pass, PassRun
+from .torch_ir import TensorType, defining_op, number, producer, tensor_type, vtensor
+
+ATTRIBUTE = "kiln.contraction"
+KERNEL_DTYPES = ("f32", "bf16", "f16")
+F32_PRECISION = {"highest": "tf32x3", "high": "tf32", "medium": "tf32"}  # PyTorch's name -> the kernels'
+# aten.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+BIAS, STRIDE, PADDING, DILATION, TRANSPOSED, GROUPS = 2, 3, 4, 5, 6, 8
+
+
+def run(module: ir.Operation, pass_run: PassRun) -> None:
+    precisions = _kernel_precisions(module)
+    if precisions is None:
+        return
+    outliner = _Outliner(module, *precisions)
+    for function in [op for op in _body(module) if op.name == "func.func" and ATTRIBUTE not in op.attributes]:
+        for op in _ops(function, ("torch.aten.bmm",)):
+            _bmm_as_mm(op)
+        for op in _ops(function, ("torch.aten.mm", "torch.aten.convolution")):
+            outliner.outline(op)
+
+
+def _kernel_precisions(module: ir.Operation) -> tuple[str, str] | None:
+    """(f32 matmul precision, f32 convolution precision) of the kernels, or None where none apply."""
+
+    def text(name: str) -> str | None:
+        attribute = module.attributes[name] if name in module.attributes else None
+        return attribute.value if isinstance(attribute, ir.StringAttr) else None
+
+    applies = (
+        text("kiln.target") == "cuda"
+        and text("kiln.gpu_arch") in ("sm_90", "sm_90a")
+        and text("kiln.handoff") == "torch"
+        and text("kiln.kernels") == "on"
+    )
+    matmul, conv = text("kiln.matmul_precision") or "highest", text("kiln.conv_precision") or "high"
+    if not applies or matmul not in F32_PRECISION or conv not in F32_PRECISION:
+        return None
+    return F32_PRECISION[matmul], F32_PRECISION[conv]
+
+
+class _Outliner:
+    """Makes the outlined functions (one per distinct contraction) and the calls to them."""
+
+    def __init__(self, module: ir.Operation, matmul_precision: str, conv_precision: str) -> None:
+        self.module = module
+        self.matmul_precision, self.conv_precision = matmul_precision, conv_precision
+        self.functions: dict[str, str] = {}  # description + types, as JSON -> function name
+        self.taken = {op.attributes["sym_name"].value for op in _body(module) if "sym_name" in op.attributes}
+
+    def outline(self, op: ir.Operation) -> None:
+        match = _match_mm(op, self.matmul_precision) if op.name == "torch.aten.mm" else _match_conv(op, self.conv_precision)
+        if match is None:
+            return
+        description, operands, build_body = match
+        result_type = op.results[0].type
+        key = json.dumps([description, [str(value.type) for value in operands], str(result_type)], sort_keys=True)
+        if key not in self.functions:
+            self.functions[key] = self._function(description, operands, result_type, build_body)
+        with op.location, ir.InsertionPoint(op):
+            callee = ir.FlatSymbolRefAttr.get(self.functions[key])
+            call = ir.Operation.create("func.call", results=[result_type], operands=operands, attributes={"callee": callee})
+        op.results[0].replace_all_uses_with(call.results[0])
+        _erase_with_unused_producers(op)
+
+    def _function(self, description: dict[str, Any], operands: list[ir.Value], result_type: ir.Type, build_body: Any) -> str:
+        name = _fresh(f"kiln_{description['kind']}", self.taken)
+        signature = ir.FunctionType.get([value.type for value in operands], [result_type])
+        with ir.Location.unknown(), ir.InsertionPoint(_module_block(self.module)):
+            function = ir.Operation.create(
+                "func.func",
+                attributes={
+                    "sym_name": ir.StringAttr.get(name),
+                    "sym_visibility": ir.StringAttr.get("private"),
+                    "function_type": ir.TypeAttr.get(signature),
+                    ATTRIBUTE: _attribute(description),
+                },
+                regions=1,
+            )
+            block = function.regions[0].blocks.append(*[value.type for value in operands])
+            with ir.InsertionPoint(block):
+                result = build_body(_Builder(), list(block.arguments))
+                ir.Operation.create("func.return", operands=[result])
+        return name
+
+
+class _Builder:
+    """Creates torch ops at the current insertion point; each returns its one result. Constants are
+    made once per builder (one builder per insertion point)."""
+
+    def __init__(self) -> None:
+        self._constants: dict[tuple[str, object], ir.Value] = {}
+
+    def op(self, name: str, operands: list[ir.Value], result_type: ir.Type, attributes: dict[str, ir.Attribute] | None = None) -> ir.Value:
+        return ir.Operation.create(name, results=[result_type], operands=operands, attributes=attributes).results[0]
+
+    def int_(self, value: int) -> ir.Value:
+        if ("int", value) not in self._constants:
+            attribute = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+            self._constants["int", value] = self.op("torch.constant.int", [], ir.Type.parse("!torch.int"), {"value": attribute})
+        return self._constants["int", value]
+
+    def ints(self, values: list[int]) -> ir.Value:
+        return self.op("torch.prim.ListConstruct", [self.int_(value) for value in values], ir.Type.parse("!torch.list<int>"))
+
+    def bool_(self, value: bool) -> ir.Value:
+        if ("bool", value) not in self._constants:
+            attribute = ir.BoolAttr.get(value)
+            self._constants["bool", value] = self.op("torch.constant.bool", [], ir.Type.parse("!torch.bool"), {"value": attribute})
+        return self._constants["bool", value]
+
+    def none(self) -> ir.Value:
+        if ("none", None) not in self._constants:
+            self._constants["none", None] = self.op("torch.constant.none", [], ir.Type.parse("!torch.none"))
+        return self._constants["none", None]
+
+    def permute(self, x: ir.Value, order: list[int]) -> ir.Value:
+        described = _static(x)
+        shape = [described.shape[axis] for axis in order]
+        return self.op("torch.aten.permute", [x, self.ints(order)], vtensor(shape, described.dtype))
+
+    def view(self, x: ir.Value, shape: list[int]) -> ir.Value:
+        return self.op("torch.aten.view", [x, self.ints(shape)], vtensor(shape, _static(x).dtype))
+
+    def upcast(self, x: ir.Value) -> ir.Value:
+        """`x.to(torch.float32)`."""
+        operands = [x, self.int_(6), self.bool_(False), self.bool_(False), self.none()]  # 6: torch.float32
+        return self.op("torch.aten.to.dtype", operands, vtensor(_static(x).shape, "f32"))
+
+
+# -- matching ---------------------------------------------------------------------------------------
+
+Match = tuple[dict[str, Any], list[ir.Value], Any]  # description, the function's operands, its body builder
+
+
+def _match_mm(op: ir.Operation, precision: str) -> Match | None:
+    a, a_upcast = _strip_upcast(op.operands[0])
+    b, layout, b_upcast = _weight(op.operands[1])
+    upcast = a_upcast and b_upcast
+    a_type, b_type, result = _static(a), _static(b), _static(op.results[0])
+    if a_upcast != b_upcast or a_type is None or b_type is None or result is None:
+        return None  # one operand upcast: a mixed-precision product the kernels do not compute
+    if a_type.dtype != b_type.dtype or a_type.dtype not in KERNEL_DTYPES or len(a_type.shape) != 2:
+        return None
+    (m, k), n = a_type.shape, result.shape[1]
+    description = {
+        "kind": "mm",
+        "m": m,
+        "n": n,
+        "k": k,
+        "dtype": a_type.dtype,
+        "out_dtype": result.dtype,
+        "b_layout": layout,
+        "precision": precision if a_type.dtype == "f32" else "",
+    }
+    result_type = op.results[0].type
+
+    def body(build: _Builder, args: list[ir.Value]) -> ir.Value:
+        lhs, rhs = args
+        if upcast:
+            lhs, rhs = build.upcast(lhs), build.upcast(rhs)
+        if layout == "nk":
+            rhs = build.permute(rhs, [1, 0])
+        return build.op("torch.aten.mm", [lhs, rhs], result_type)
+
+    return description, [a, b], body
+
+
+def _match_conv(op: ir.Operation, precision: str) -> Match | None:
+    x, w, bias = op.operands[0], op.operands[1], op.operands[BIAS]
+    stride, padding, dilation = (_ints(op.operands[i]) for i in (STRIDE, PADDING, DILATION))
+    transposed, groups = _bool(op.operands[TRANSPOSED]), number(op.operands[GROUPS])
+    x_type, w_type, result = _static(x), _static(w), _static(op.results[0])
+    if x_type is None or w_type is None or result is None or stride is None or padding is None or dilation is None:
+        return None
+    if transposed is not False or groups != 1 or len(x_type.shape) != 4 or len(stride) != 2:
+        return None
+    if x_type.dtype not in KERNEL_DTYPES or w_type.dtype != x_type.dtype or result.dtype != x_type.dtype:
+        return None
+    has_bias = not str(bias.type).startswith("!torch.none")
+    if has_bias and (_static(bias) is None or _static(bias).dtype != x_type.dtype):
+        return None
+    n, c, h, width = x_type.shape
+    k_out, _, r, s = w_type.shape
+    description = {
+        "kind": "conv2d",
+        **dict(n=n, c=c, h=h, w=width, k_out=k_out, r=r, s=s),
+        "stride": stride,
+        "padding": padding if len(padding) == 2 else padding * 2,
+        "dilation": dilation if len(dilation) == 2 else dilation * 2,
+        "dtype": x_type.dtype,
+        "out_dtype": result.dtype,
+        "precision": precision if x_type.dtype == "f32" else "",
+        "bias": has_bias,
+    }
+    result_type = op.results[0].type
+
+    def body(build: _Builder, args: list[ir.Value]) -> ir.Value:
+        operands = [
+            args[0],
+            args[1],
+            args[2] if has_bias else build.none(),
+            build.ints(description["stride"]),
+            build.ints(description["padding"]),
+            build.ints(description["dilation"]),
+            build.bool_(False),
+            build.ints([0, 0]),
+            build.int_(1),
+        ]
+        return build.op("torch.aten.convolution", operands, result_type)
+
+    return description, [x, w, *([bias] if has_bias else [])], body
+
+
+def _bmm_as_mm(op: ir.Operation) -> None:
+    """`bmm(A[b,m,k], broadcast_to(B[k,n], [b,k,n]))` -> `view(mm(view(A, [b*m, k]), B), [b, m, n])`."""
+    broadcast = producer(op.operands[1], "torch.aten.broadcast_to", "torch.aten.expand")
+    a_type, result = _static(op.operands[0]), _static(op.results[0])
+    if broadcast is None or a_type is None or result is None:
+        return
+    b = broadcast.operands[0]
+    b_type = _static(b)
+    if b_type is None or len(b_type.shape) != 2:
+        return
+    batch, m, k = a_type.shape
+    n = b_type.shape[1]
+    build = _Builder()
+    with op.location, ir.InsertionPoint(op):
+        flat = build.view(op.operands[0], [batch * m, k])
+        product = build.op("torch.aten.mm", [flat, b], vtensor([batch * m, n], result.dtype))
+        batched = build.view(product, [batch, m, n])
+    op.results[0].replace_all_uses_with(batched)
+    _erase_with_unused_producers(op)
+
+
+def _weight(b: ir.Value) -> tuple[ir.Value, str, bool]:
+    """A matmul's B as (the value the kernel reads, "nk" when that is W of B = W^T else "kn", whether it
+    was upcast from 16 bits), through an upcast and a transpose in either order."""
+    b, upcast = _strip_upcast(b)
+    permute = producer(b, "torch.aten.permute")
+    if permute is None or _ints(permute.operands[1]) != [1, 0]:
+        return b, "kn", upcast
+    weight = permute.operands[0]
+    if not upcast:
+        weight, upcast = _strip_upcast(weight)
+    return weight, "nk", upcast
+
+
+def _strip_upcast(value: ir.Value) -> tuple[ir.Value, bool]:
+    """(the 16-bit source, True) when `value` is an `aten.to.dtype` of a bf16/f16 value to f32, else (value, False)."""
+    op = producer(value, "torch.aten.to.dtype")
+    if op is None:
+        return value, False
+    source, target = tensor_type(op.operands[0].type), tensor_type(value.type)
+    if source is None or target is None or source.dtype not in ("bf16", "f16") or target.dtype != "f32":
+        return value, False
+    return op.operands[0], True
+
+
+def _ints(value: ir.Value) -> list[int] | None:
+    op = producer(value, "torch.prim.ListConstruct")
+    items = [number(item) for item in op.operands] if op is not None else None
+    return items if items is not None and all(isinstance(item, int) for item in items) else None  # type: ignore[return-value]
+
+
+def _bool(value: ir.Value) -> bool | None:
+    op = producer(value, "torch.constant.bool")
+    return op.attributes["value"].value if op is not None else None
+
+
+def _static(value: ir.Value) -> TensorType | None:
+    described = tensor_type(value.type)
+    return described if described is not None and described.static else None
+
+
+# -- the module -------------------------------------------------------------------------------------
+
+
+def _body(module: ir.Operation) -> list[ir.Operation]:
+    return [op.operation for op in _module_block(module).operations]
+
+
+def _module_block(module: ir.Operation) -> ir.Block:
+    return module.regions[0].blocks[0]
+
+
+def _ops(function: ir.Operation, names: tuple[str, ...]) -> list[ir.Operation]:
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in names:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    function.walk(visit)
+    return found
+
+
+def _fresh(stem: str, taken: set[str]) -> str:
+    index = 0
+    while f"{stem}_{index}" in taken:
+        index += 1
+    taken.add(f"{stem}_{index}")
+    return f"{stem}_{index}"
+
+
+def _attribute(description: dict[str, Any]) -> ir.Attribute:
+    """The description as an MLIR dictionary: ints as i64, lists of ints as arrays, strings, bools."""
+
+    def one(value: Any) -> ir.Attribute:
+        if isinstance(value, bool):
+            return ir.BoolAttr.get(value)
+        if isinstance(value, int):
+            return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+        if isinstance(value, list):
+            return ir.ArrayAttr.get([one(item) for item in value])
+        return ir.StringAttr.get(value)
+
+    return ir.DictAttr.get({name: one(value) for name, value in description.items()})
+
+
+# What a replaced contraction read that may be left unused: erased with it, so no dead torch op stays
+# (MLIR does not see torch ops as trivially dead).
+ERASABLE = (
+    "torch.aten.permute", "torch.aten.to.dtype", "torch.aten.broadcast_to", "torch.aten.expand", "torch.aten.view",
+    "torch.prim.ListConstruct", "torch.constant.int", "torch.constant.bool", "torch.constant.none",
+)  # fmt: skip
+
+
+def _erase_with_unused_producers(op: ir.Operation) -> None:
+    """Erase `op`, then every op of ERASABLE it read from that nothing reads any more, users first."""
+    worklist = [op]
+    while worklist:
+        current = worklist.pop(0)
+        producers = [defining_op(value) for value in current.operands]
+        current.erase()
+        for candidate in producers:
+            if candidate is None or candidate.name not in ERASABLE or candidate in worklist:
+                continue
+            if all(not list(result.uses) for result in candidate.results):
+                worklist.append(candidate)
+
+
+PASS = Pass(
+    name="outline-contractions",
+    summary="matmuls and convolutions kiln has GPU kernels for -> calls of outlined functions (cuda, sm_90a)",
+    level="torch",
+    run=run,
+)

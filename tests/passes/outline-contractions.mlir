@@ -1,0 +1,182 @@
+// RUN: kiln opt %s --pass outline-contractions --split-input-file | filecheck %s
+
+// nn.Linear in bf16, as kiln's IR has it (an f32 mm of upcast bf16 values, W transposed): the call takes
+// the bf16 values and W as it is; the outlined function describes a bf16 matmul with an f32 result and
+// computes it with the same torch ops. A second identical matmul calls the same function.
+// CHECK-LABEL: func.func @linear_bf16
+// CHECK-NEXT:    %[[A:.*]] = call @kiln_mm_0(%arg0, %arg1) : (!torch.vtensor<[8,64],bf16>, !torch.vtensor<[32,64],bf16>) -> !torch.vtensor<[8,32],f32>
+// CHECK-NEXT:    %[[B:.*]] = call @kiln_mm_0(%arg2, %arg1)
+// CHECK-NEXT:    return %[[A]], %[[B]]
+// CHECK:       func.func private @kiln_mm_0(%arg0: !torch.vtensor<[8,64],bf16>, %arg1: !torch.vtensor<[32,64],bf16>) -> !torch.vtensor<[8,32],f32>
+// CHECK-SAME:    attributes {kiln.contraction = {b_layout = "nk", dtype = "bf16", k = 64 : i64, kind = "mm", m = 8 : i64, n = 32 : i64, out_dtype = "f32", precision = ""}}
+// CHECK-DAG:     %[[A32:.*]] = torch.aten.to.dtype %arg0, {{.*}} -> !torch.vtensor<[8,64],f32>
+// CHECK-DAG:     %[[W32:.*]] = torch.aten.to.dtype %arg1, {{.*}} -> !torch.vtensor<[32,64],f32>
+// CHECK:         %[[WT:.*]] = torch.aten.permute %[[W32]], {{.*}} -> !torch.vtensor<[64,32],f32>
+// CHECK:         %[[MM:.*]] = torch.aten.mm %[[A32]], %[[WT]] : {{.*}} -> !torch.vtensor<[8,32],f32>
+// CHECK-NEXT:    return %[[MM]]
+// CHECK-NOT:   func.func private @kiln_mm_1
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on", kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @linear_bf16(%x: !torch.vtensor<[8,64],bf16>, %w: !torch.vtensor<[32,64],bf16>, %y: !torch.vtensor<[8,64],bf16>) -> (!torch.vtensor<[8,32],f32>, !torch.vtensor<[8,32],f32>) {
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int6 = torch.constant.int 6
+    %false = torch.constant.bool false
+    %none = torch.constant.none
+    %swap = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %wt = torch.aten.permute %w, %swap : !torch.vtensor<[32,64],bf16>, !torch.list<int> -> !torch.vtensor<[64,32],bf16>
+    %wt32 = torch.aten.to.dtype %wt, %int6, %false, %false, %none : !torch.vtensor<[64,32],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[64,32],f32>
+    %x32 = torch.aten.to.dtype %x, %int6, %false, %false, %none : !torch.vtensor<[8,64],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[8,64],f32>
+    %y32 = torch.aten.to.dtype %y, %int6, %false, %false, %none : !torch.vtensor<[8,64],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[8,64],f32>
+    %a = torch.aten.mm %x32, %wt32 : !torch.vtensor<[8,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[8,32],f32>
+    %b = torch.aten.mm %y32, %wt32 : !torch.vtensor<[8,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[8,32],f32>
+    return %a, %b : !torch.vtensor<[8,32],f32>, !torch.vtensor<[8,32],f32>
+  }
+}
+
+// -----
+
+// f32 at matmul precision "high": a TF32 kernel. B given as [K, N] (not a transpose of a weight): "kn".
+// The convolution (f32, stride 2, padding 1) is described with its geometry and cuDNN's TF32 default.
+// CHECK-LABEL: func.func @f32_high
+// CHECK:         call @kiln_mm_0(%arg0, %arg1) : (!torch.vtensor<[16,64],f32>, !torch.vtensor<[64,32],f32>) -> !torch.vtensor<[16,32],f32>
+// CHECK:         call @kiln_conv2d_0(%arg2, %arg3) : (!torch.vtensor<[1,3,16,16],f32>, !torch.vtensor<[8,3,3,3],f32>) -> !torch.vtensor<[1,8,8,8],f32>
+// CHECK:       func.func private @kiln_mm_0
+// CHECK-SAME:    b_layout = "kn", dtype = "f32", {{.*}} precision = "tf32"
+// CHECK-NOT:     torch.aten.permute
+// CHECK:         torch.aten.mm %arg0, %arg1
+// CHECK:       func.func private @kiln_conv2d_0
+// CHECK-SAME:    kiln.contraction = {bias = false, c = 3 : i64, dilation = [1, 1], dtype = "f32", h = 16 : i64, k_out = 8 : i64, kind = "conv2d", n = 1 : i64, out_dtype = "f32", padding = [1, 1], precision = "tf32", r = 3 : i64, s = 3 : i64, stride = [2, 2], w = 16 : i64}
+// CHECK:         %[[Y:.*]] = torch.aten.convolution %arg0, %arg1, %none
+// CHECK-NEXT:    return %[[Y]]
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on", kiln.matmul_precision = "high", kiln.conv_precision = "high"} {
+  func.func @f32_high(%a: !torch.vtensor<[16,64],f32>, %b: !torch.vtensor<[64,32],f32>, %x: !torch.vtensor<[1,3,16,16],f32>, %w: !torch.vtensor<[8,3,3,3],f32>) -> (!torch.vtensor<[16,32],f32>, !torch.vtensor<[1,8,8,8],f32>) {
+    %none = torch.constant.none
+    %false = torch.constant.bool false
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int2 = torch.constant.int 2
+    %mm = torch.aten.mm %a, %b : !torch.vtensor<[16,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[16,32],f32>
+    %stride = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+    %ones = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+    %zeros = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %y = torch.aten.convolution %x, %w, %none, %stride, %ones, %ones, %false, %zeros, %int1 : !torch.vtensor<[1,3,16,16],f32>, !torch.vtensor<[8,3,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[1,8,8,8],f32>
+    return %mm, %y : !torch.vtensor<[16,32],f32>, !torch.vtensor<[1,8,8,8],f32>
+  }
+}
+
+// -----
+
+// One weight broadcast to every batch of a bmm (nn.MultiheadAttention's in-projection): one matmul of
+// batch x rows, outlined, with views around it.
+// CHECK-LABEL: func.func @broadcast_bmm
+// CHECK:         %[[FLAT:.*]] = torch.aten.view %arg0, {{.*}} -> !torch.vtensor<[64,16],bf16>
+// CHECK:         %[[MM:.*]] = call @kiln_mm_0(%[[FLAT]], %arg1) : (!torch.vtensor<[64,16],bf16>, !torch.vtensor<[24,16],bf16>) -> !torch.vtensor<[64,24],bf16>
+// CHECK:         %[[Y:.*]] = torch.aten.view %[[MM]], {{.*}} -> !torch.vtensor<[8,8,24],bf16>
+// CHECK-NOT:     torch.aten.bmm
+// CHECK-NOT:     torch.aten.broadcast_to
+// CHECK:         return %[[Y]]
+// CHECK:       func.func private @kiln_mm_0
+// CHECK-SAME:    m = 64 : i64, n = 24 : i64, out_dtype = "bf16"
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on"} {
+  func.func @broadcast_bmm(%x: !torch.vtensor<[8,8,16],bf16>, %w: !torch.vtensor<[24,16],bf16>) -> !torch.vtensor<[8,8,24],bf16> {
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int8 = torch.constant.int 8
+    %int16 = torch.constant.int 16
+    %int24 = torch.constant.int 24
+    %swap = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %wt = torch.aten.permute %w, %swap : !torch.vtensor<[24,16],bf16>, !torch.list<int> -> !torch.vtensor<[16,24],bf16>
+    %shape = torch.prim.ListConstruct %int8, %int16, %int24 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %wb = torch.aten.broadcast_to %wt, %shape : !torch.vtensor<[16,24],bf16>, !torch.list<int> -> !torch.vtensor<[8,16,24],bf16>
+    %y = torch.aten.bmm %x, %wb : !torch.vtensor<[8,8,16],bf16>, !torch.vtensor<[8,16,24],bf16> -> !torch.vtensor<[8,8,24],bf16>
+    return %y : !torch.vtensor<[8,8,24],bf16>
+  }
+}
+
+// -----
+
+// Must not fire: a depthwise convolution (groups 4, not a GEMM), dynamic shapes, a mixed-precision mm
+// (only one operand upcast).
+// CHECK-LABEL: func.func @not_eligible
+// CHECK-NOT:     call @kiln
+// CHECK:         torch.aten.convolution
+// CHECK:         torch.aten.mm
+// CHECK:         torch.aten.mm
+// CHECK-NOT:   func.func private
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on"} {
+  func.func @not_eligible(%x: !torch.vtensor<[1,4,8,8],f32>, %w: !torch.vtensor<[4,1,3,3],f32>, %a: !torch.vtensor<[?,64],f32>, %b: !torch.vtensor<[64,32],f32>, %c: !torch.vtensor<[8,64],f32>, %d: !torch.vtensor<[64,32],bf16>) -> (!torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[?,32],f32>, !torch.vtensor<[8,32],f32>) {
+    %none = torch.constant.none
+    %false = torch.constant.bool false
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int4 = torch.constant.int 4
+    %int6 = torch.constant.int 6
+    %ones = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+    %zeros = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %y = torch.aten.convolution %x, %w, %none, %ones, %ones, %ones, %false, %zeros, %int4 : !torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[4,1,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[1,4,8,8],f32>
+    %mm = torch.aten.mm %a, %b : !torch.vtensor<[?,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[?,32],f32>
+    %d32 = torch.aten.to.dtype %d, %int6, %false, %false, %none : !torch.vtensor<[64,32],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[64,32],f32>
+    %mixed = torch.aten.mm %c, %d32 : !torch.vtensor<[8,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[8,32],f32>
+    return %y, %mm, %mixed : !torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[?,32],f32>, !torch.vtensor<[8,32],f32>
+  }
+}
+
+// -----
+
+// Must not fire where the module says kernels do not apply: sm_80 (the kernels are sm_90a PTX), the
+// linalg hand-off, kernels off, another target, or no attributes at all.
+// CHECK-LABEL: func.func @sm_80
+// CHECK:         torch.aten.mm
+// CHECK-NOT:   func.func private
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_80", kiln.handoff = "torch", kiln.kernels = "on"} {
+  func.func @sm_80(%a: !torch.vtensor<[16,64],f32>, %b: !torch.vtensor<[64,32],f32>) -> !torch.vtensor<[16,32],f32> {
+    %mm = torch.aten.mm %a, %b : !torch.vtensor<[16,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[16,32],f32>
+    return %mm : !torch.vtensor<[16,32],f32>
+  }
+}
+
+// -----
+
+// CHECK-LABEL: func.func @linalg_handoff
+// CHECK:         torch.aten.mm
+// CHECK-NOT:   func.func private
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "linalg", kiln.kernels = "on"} {
+  func.func @linalg_handoff(%a: !torch.vtensor<[16,64],f32>, %b: !torch.vtensor<[64,32],f32>) -> !torch.vtensor<[16,32],f32> {
+    %mm = torch.aten.mm %a, %b : !torch.vtensor<[16,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[16,32],f32>
+    return %mm : !torch.vtensor<[16,32],f32>
+  }
+}
+
+// -----
+
+// CHECK-LABEL: func.func @kernels_off
+// CHECK:         torch.aten.mm
+// CHECK-NOT:   func.func private
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "off"} {
+  func.func @kernels_off(%a: !torch.vtensor<[16,64],f32>, %b: !torch.vtensor<[64,32],f32>) -> !torch.vtensor<[16,32],f32> {
+    %mm = torch.aten.mm %a, %b : !torch.vtensor<[16,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[16,32],f32>
+    return %mm : !torch.vtensor<[16,32],f32>
+  }
+}
+
+// -----
+
+// CHECK-LABEL: func.func @rocm
+// CHECK:         torch.aten.mm
+// CHECK-NOT:   func.func private
+module attributes {kiln.target = "rocm", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on"} {
+  func.func @rocm(%a: !torch.vtensor<[16,64],f32>, %b: !torch.vtensor<[64,32],f32>) -> !torch.vtensor<[16,32],f32> {
+    %mm = torch.aten.mm %a, %b : !torch.vtensor<[16,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[16,32],f32>
+    return %mm : !torch.vtensor<[16,32],f32>
+  }
+}
+
+// -----
+
+// CHECK-LABEL: func.func @unmarked
+// CHECK:         torch.aten.mm
+// CHECK-NOT:   func.func private
+func.func @unmarked(%a: !torch.vtensor<[16,64],f32>, %b: !torch.vtensor<[64,32],f32>) -> !torch.vtensor<[16,32],f32> {
+  %mm = torch.aten.mm %a, %b : !torch.vtensor<[16,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[16,32],f32>
+  return %mm : !torch.vtensor<[16,32],f32>
+}
