@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 BUILD := build
 
-.PHONY: install demo test test-fast lint clean
+.PHONY: install demo test test-fast fuzz lint clean
 
 install: $(VENV)/.installed
 
@@ -26,6 +26,11 @@ demo: install
 
 test: install
 	$(BIN)/python -m pytest -q tests
+
+# The long part of the reliability suite (tests/reliability): 10x the fuzzed cases, every compile
+# stage killed, the load figures at full size. KILN_FUZZ_SEED=N varies the corpus.
+fuzz: install
+	$(BIN)/python -m pytest -q -s -m fuzz tests/reliability
 
 lint: install
 	$(BIN)/ruff check kiln compiler passes runtime measure tune conformance cli examples tests benchmarks

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kiln.errors import KilnError
 
+from .artifact import check_output
 from .model_file import ModelSource
 from .options import CompileOptions
 from .pipeline import Compilation, run_pipeline
@@ -53,6 +54,8 @@ def compile_file(
     `progress` gets the stage lines; `say` the lines a user must see even when quiet: the note on the
     architecture compiled for, and each output's verification. A failed verification writes nothing.
     """
+    if options.stop_after is None:
+        check_output(output)  # before minutes of compiling, not after
     compilation = run_pipeline(source, options, progress, say)
     compiled = compilation.compiled
     if compiled is None:
