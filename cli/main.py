@@ -24,7 +24,6 @@ from .passes_command import passes_command
 from .run_command import run_command
 from .tune_command import tune_command
 
-
 # What a full disk, a file-size limit, a read-only or forbidden folder raises wherever kiln writes.
 ENVIRONMENT_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 

@@ -189,8 +189,8 @@ def check_manifest_json(data: Any) -> None:
 def _check_function(data: Any, where: str) -> None:
     _fields(data, FunctionSpec, where)
     name = data["name"]
-    if not (isinstance(name, str) and name.isidentifier()):
-        raise ManifestError(f"{where}.name: {_shown(name)} is not a function name (an identifier)")
+    if not (isinstance(name, str) and name.isidentifier()) or name.startswith("__"):
+        raise ManifestError(f"{where}.name: {_shown(name)} is not a function name (an identifier, not IREE's __...)")
     for role in ("inputs", "outputs"):
         for index, tensor in enumerate(_list(data[role], f"{where}.{role}")):
             _check_tensor(tensor, f"{where}.{role}[{index}]")

@@ -143,7 +143,8 @@ def test_sigkill_at_each_stage(workspace, stage):
 )
 def test_ctrl_c_at_each_stage(workspace, stage):
     code, lines = interrupted_compile(workspace, stage, signal.SIGINT)
-    after = lines[[i for i, line in enumerate(lines) if line.startswith(f"[{STAGES.index(stage) + 1}/")][0] + 1 :]
+    started = next(i for i, line in enumerate(lines) if line.startswith(f"[{STAGES.index(stage) + 1}/"))
+    after = lines[started + 1 :]
     assert code == 1
     assert [line for line in after if line] == ["Aborted!"]  # click's one line, no traceback
     assert_nothing_left(workspace)
@@ -278,9 +279,9 @@ def test_two_saves_and_a_loader_at_once(workspace):
     """Two processes save different artifacts to one path, 20 times each, while this one loads it
     over and over: every load sees one whole artifact, never a mixture, never an error."""
     output = workspace / "out" / "m.vmfb"
+    command = [sys.executable, str(HERE / "save_child.py"), "", str(output), "loop", "20"]
     children = [
-        subprocess.Popen([sys.executable, str(HERE / "save_child.py"), str(artifact(name).vmfb), str(output), "loop", "20"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        subprocess.Popen([*command[:2], str(artifact(name).vmfb), *command[3:]], stdout=subprocess.PIPE, text=True)
         for name in ("mlp-external", "other-external")
     ]
     outcomes = []
