@@ -47,6 +47,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "promote-int-clamp",
             "split-negative-pad",
             "round-float-scalars",  # after the decompositions above, which make float scalars too
+            "check-index-inputs",  # after them too: it checks the gathers and scatters they leave
             "check-primitives",  # last: the promise this stage makes to the ones after it
         ),
     ),

@@ -50,6 +50,19 @@ class DynamicMLP(nn.Module):
         return self.layers(x) + bias
 
 
+class Lookup(nn.Module):
+    """Token ids in, through an embedding table of 50 rows: for indices the caller gets wrong."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(4)
+        self.table = nn.Embedding(50, 8)
+        self.out = nn.Linear(8, 3)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.out(self.table(ids))
+
+
 @dataclass(frozen=True)
 class Artifact:
     """A saved artifact, its files' bytes, and a reference call: inputs and eager outputs as .npy files."""
@@ -75,6 +88,7 @@ RECIPES = {
     "other": (lambda: mlp(1), lambda: (torch.randn(8, 64),), {"params": "inline"}),
     "other-external": (lambda: mlp(1), lambda: (torch.randn(8, 64),), {"params": "external"}),
     "cuda": (lambda: mlp(0), lambda: (torch.randn(8, 64),), {"target": "cuda", "gpu_arch": "sm_80"}),
+    "lookup": (Lookup, lambda: (torch.randint(0, 50, (4, 6)),), {}),
     "dynamic": (
         DynamicMLP,
         lambda: (torch.randn(16, 32), torch.randn(16, 8)),
