@@ -125,6 +125,8 @@ class Function:
                 f"input '{spec.name}' must be a torch.Tensor or numpy array, got {type(value).__name__}",
                 stage=STAGE,
             )
+        if isinstance(value, torch.Tensor) and value.is_meta:
+            raise KilnError(f"input '{spec.name}' is a meta tensor: it has a shape but no data to compute on", stage=STAGE)
         got_dtype = dtype_name(value.dtype)
         if got_dtype != spec.dtype:
             raise KilnError(f"input '{spec.name}' has dtype {got_dtype}; expected {spec.dtype}", stage=STAGE)
