@@ -38,6 +38,27 @@ def mlp(weights_seed: int) -> nn.Module:
     return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.GELU(), nn.Linear(128, 10)).eval()
 
 
+# A model file of its own (a forward written in it, so its lines are in the artifact's debug information).
+HERE_MODEL = """import torch
+from torch import nn
+
+torch.manual_seed(0)
+
+
+class Residual(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(64, 64)
+
+    def forward(self, x):
+        return torch.relu(self.linear(x)) * 2 + x
+
+
+model = Residual()
+example_inputs = (torch.randn(8, 64),)
+"""
+
+
 class DynamicMLP(nn.Module):
     """Two inputs sharing a dynamic batch size (1 to 64): for bounds and disagreeing sizes."""
 
