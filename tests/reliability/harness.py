@@ -38,7 +38,7 @@ class Mutant:
 
     kind: str
     name: str
-    files: dict[str, bytes | None]  # file name -> contents; None: the file is absent
+    files: dict[str, bytes | str | None]  # file name -> contents; None: absent; a str: SPECIAL
     options: dict[str, Any] = field(default_factory=dict)  # kiln.load keywords
 
 
@@ -79,6 +79,16 @@ class Tally:
         return "\n".join(lines)
 
 
+# What a file of the artifact may be instead of a file: each can hang or mislead a careless reader.
+SPECIAL = {
+    "fifo": os.mkfifo,  # opening it for reading waits for a writer, forever
+    "directory": lambda path: path.mkdir(),
+    "link to /dev/zero": lambda path: path.symlink_to("/dev/zero"),  # endless zeros
+    "link to /dev/urandom": lambda path: path.symlink_to("/dev/urandom"),
+    "dangling link": lambda path: path.symlink_to(path.with_name("nowhere")),
+}
+
+
 class Sandbox:
     """A folder holding each case's files, the worker's home, and nothing else that may change."""
 
@@ -96,17 +106,19 @@ class Sandbox:
         folder = self.root / "cases" / f"{self._count:05d}"
         folder.mkdir()
         for name, contents in mutant.files.items():
-            if contents is not None:
+            if isinstance(contents, str):
+                SPECIAL[contents](folder / name)
+            elif contents is not None:
                 (folder / name).write_bytes(contents)
         (folder / "neighbour.txt").write_text("another file beside the artifact\n")
         return folder / f"{stem}.vmfb"
 
-    def snapshot(self) -> dict[str, tuple[int, int]]:
-        return {
-            str(path.relative_to(self.root)): (path.stat().st_size, path.stat().st_mtime_ns)
-            for path in self.root.rglob("*")
-            if path.is_file() or path.is_symlink()
-        }
+    def snapshot(self) -> dict[str, tuple[int, int, int]]:
+        entries = {}
+        for path in self.root.rglob("*"):
+            info = path.lstat()  # links and FIFOs as themselves
+            entries[str(path.relative_to(self.root))] = (info.st_mode, info.st_size, info.st_mtime_ns)
+        return entries
 
     def clear(self, vmfb: Path) -> None:
         shutil.rmtree(vmfb.parent)

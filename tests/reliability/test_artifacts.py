@@ -13,7 +13,7 @@ import json
 
 import pytest
 from corpus import IRPA, MANIFEST, VMFB, irpa_mutants, manifest_mutants, vmfb_mutants
-from harness import Mutant, Sandbox, Tally, Worker, run_mutants
+from harness import SPECIAL, Mutant, Sandbox, Tally, Worker, run_mutants
 from support import FUZZ_SCALE, artifact, kiln_reference, rng
 
 
@@ -74,6 +74,20 @@ def test_another_models_files(worker):
     tally = run(mutants, worker, "mlp-external")
     assert_all_clear(tally)
     assert tally.counts["swap", "error"] == len(mutants)
+
+
+def test_special_files(worker):
+    """Each file of the artifact replaced by a FIFO, a folder, a link to an endless device or to
+    nothing: an error, never a read that waits forever."""
+    files = artifact("mlp-external").files
+    mutants = [
+        Mutant("special", f"{name} is a {kind}", {**files, name: kind})
+        for name in (VMFB, MANIFEST, IRPA)
+        for kind in SPECIAL
+    ]
+    tally = run(mutants, worker, "mlp-external")
+    assert_all_clear(tally)
+    assert tally.counts["special", "error"] == len(mutants)
 
 
 def test_weights_unverified_by_choice(worker):
