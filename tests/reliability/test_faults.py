@@ -249,6 +249,17 @@ def test_output_path_refused_before_compiling(workspace, name, expected):
         check_output(workspace / name)
 
 
+def test_saved_files_have_the_usual_permissions(workspace):
+    """Readable by whoever may read the folder (0666 less the umask), as a plain write would make them:
+    the temporary files they were renamed from used to leave them 0600."""
+    result = run_save_child(artifact("mlp-external").vmfb, workspace / "fresh" / "m.vmfb", "loop", 1)
+    assert result.returncode == 0, result.stderr
+    umask = os.umask(0)
+    os.umask(umask)
+    for name in ARTIFACT:
+        assert (workspace / "fresh" / name).stat().st_mode & 0o777 == 0o666 & ~umask, name
+
+
 def test_missing_output_folder_is_made(workspace):
     result = run_save_child(artifact("mlp-external").vmfb, workspace / "new" / "deeper" / "m.vmfb", "loop", 1)
     assert result.returncode == 0, result.stderr
