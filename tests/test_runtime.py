@@ -121,3 +121,14 @@ def _saved(module, tmp_path):
     from kiln.compiler import Compiled
 
     return Compiled(b"", module.manifest).save(tmp_path / "copy.vmfb")
+
+
+def test_manifest_vocabulary_matches_the_runtime():
+    """The manifest reader's dtypes and drivers are the ones the runtime converts and opens."""
+    from kiln.runtime.devices import DRIVERS
+    from kiln.runtime.manifest import DRIVERS as MANIFEST_DRIVERS
+    from kiln.runtime.manifest import DTYPES
+    from kiln.runtime.tensors import TORCH_DTYPES
+
+    assert set(DTYPES) == set(TORCH_DTYPES)
+    assert set(DRIVERS.values()) <= set(MANIFEST_DRIVERS)
