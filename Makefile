@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 BUILD := build
 
-.PHONY: install demo test test-fast lint clean models
+.PHONY: install demo test test-fast fuzz lint clean models
 
 install: $(VENV)/.installed
 
@@ -42,6 +42,11 @@ $(MODELS_VENV)/.installed: pyproject.toml
 	$(MODELS_VENV)/bin/python -m pip install --quiet torch==2.13.0
 	$(MODELS_VENV)/bin/python -m pip install --quiet -e '.[test,families]'
 	touch $@
+
+# The long part of the reliability suite (tests/reliability): 10x the fuzzed cases, every compile
+# stage killed, the load figures at full size. KILN_FUZZ_SEED=N varies the corpus.
+fuzz: install
+	$(BIN)/python -m pytest -q -s -m fuzz tests/reliability
 
 lint: install
 	$(BIN)/ruff check kiln compiler passes runtime measure tune conformance cli examples tests benchmarks

@@ -6,6 +6,7 @@ A thin shell: each command parses flags into the library's types and calls it. H
 
 from __future__ import annotations
 
+import errno
 import sys
 import traceback
 import warnings
@@ -24,6 +25,9 @@ from .passes_command import passes_command
 from .run_command import run_command
 from .tune_command import tune_command
 
+# What a full disk, a file-size limit, a read-only or forbidden folder raises wherever kiln writes.
+ENVIRONMENT_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+
 
 class KilnGroup(click.Group):
     """Turns errors into one readable message and a non-zero exit; `--debug` keeps the traceback."""
@@ -41,6 +45,9 @@ class KilnGroup(click.Group):
         except Exception as error:  # a kiln bug: still one message unless asked for more
             if ctx.meta.get("kiln.debug"):
                 raise
+            if isinstance(error, OSError) and error.errno in ENVIRONMENT_ERRORS:  # not a bug: the machine
+                click.secho(f"error: {error.filename or 'a file'}: {error.strerror}", fg="red", err=True)
+                sys.exit(1)
             click.secho(
                 f"internal error: {type(error).__name__}: {error}\n  (a kiln bug; re-run with --debug for the traceback)",
                 fg="red",

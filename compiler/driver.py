@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kiln.errors import KilnError
 
+from .artifact import check_output
 from .model_file import ModelSource
 from .options import CompileOptions
 from .pipeline import Compilation, StageReport, run_pipeline
@@ -65,6 +66,8 @@ def compile_file(
     architecture compiled for, and each output's verification. A failed verification writes nothing.
     """
     resolve(options)  # a bad option fails before the model file is loaded (run_pipeline resolves them again)
+    if options.stop_after is None:
+        check_output(output)  # before minutes of compiling, not after
     loading: list[StageReport] = []
     spec = None
     if source is not None:

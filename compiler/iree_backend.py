@@ -2,21 +2,29 @@
 
 iree-compile runs as a child process: torch-mlir and IREE are separate MLIR builds (text is the
 only common format), and iree-compile can crash on bad flags; in a child process a crash becomes
-an error message instead of taking the CLI down with it.
+an error message instead of taking the CLI down with it. It dies with kiln, and its working
+folder is removed even after kiln was killed (by the next compile: kiln.compiler.scratch).
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 import re
+import shutil
 import signal
 import subprocess
+import sys
 import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from iree.compiler.tools.binaries import find_tool
 
 from kiln.errors import KilnError
 
+from .scratch import remove_stale, stamped
 from .usage import run_child
 
 STAGE = "vmfb"
@@ -31,13 +39,13 @@ _PHASE_FILE = re.compile(r"\.(\d+)\.([\w-]+)\.mlir$")  # "<module name>.<number>
 def iree_compile(mlir_text: str, flags: list[str], phase_dump: Path | None, reproducer: Path | None) -> bytes:
     """Compile `mlir_text` with `flags`; with `phase_dump`, save each IREE phase as `<phase_dump>-NN-<phase>.mlir`."""
     tool = find_tool("iree-compile")
-    with tempfile.TemporaryDirectory(prefix="kiln-iree-") as tmp:
+    with _working_folder() as tmp:
         source, output, phases = Path(tmp, "input.mlir"), Path(tmp, "output.vmfb"), Path(tmp, "phases")
         source.write_text(mlir_text)
         command = [tool, str(source), *flags, "-o", str(output)]
         if phase_dump is not None:
             command += [f"--dump-compilation-phases-to={phases}", *_DUMP_PRINT_FLAGS]
-        result = run_child(command)  # records iree-compile's peak memory for the stage report
+        result = run_child(command, preexec_fn=_die_with_parent())  # records iree-compile's peak memory too
         if phase_dump is not None and phases.is_dir():
             _save_phases(phases, phase_dump)
         if result.returncode != 0:
@@ -75,6 +83,41 @@ def iree_compile_with_workarounds(
         raise
 
 
+@contextmanager
+def _working_folder() -> Iterator[Path]:
+    """iree-compile's folder for its input and output; those of killed compiles are removed first."""
+    root = Path(tempfile.gettempdir())
+    remove_stale(root, _WORKING_PREFIX)
+    folder = root / stamped(_WORKING_PREFIX)
+    folder.mkdir(mode=0o700)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+_WORKING_PREFIX = "kiln-iree-"
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """For Linux children: die by SIGKILL when kiln does, even when kiln is killed by SIGKILL itself,
+    so that no iree-compile goes on alone for minutes (prctl PR_SET_PDEATHSIG)."""
+    if _PRCTL is None:
+        return None
+    parent = os.getpid()
+
+    def in_child() -> None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # kiln died before the request was made
+            os._exit(1)
+
+    return in_child
+
+
+_PR_SET_PDEATHSIG = 1
+_PRCTL = ctypes.CDLL(None, use_errno=True).prctl if sys.platform == "linux" else None
+
+
 def _save_phases(phases: Path, phase_dump: Path) -> None:
     for file in phases.iterdir():
         match = _PHASE_FILE.search(file.name)
@@ -87,6 +130,12 @@ def _save_phases(phases: Path, phase_dump: Path) -> None:
 def _failure(result: subprocess.CompletedProcess[str], flags: list[str], reproducer: Path | None) -> KilnError:
     rerun = f"iree-compile {reproducer} {' '.join(flags)} -o out.vmfb" if reproducer else None
     errors = [line.strip() for line in result.stderr.splitlines() if "error:" in line]
+    if result.returncode == -signal.SIGXFSZ:
+        return KilnError(
+            "iree-compile stopped: a file it wrote reached the file-size limit (ulimit -f)",
+            stage=STAGE,
+            hint="raise the limit (`ulimit -f unlimited`), or write to a disk with room",
+        )
     if result.returncode < 0 or _CRASH_MARKER in result.stderr:
         before = f" after: {errors[0]}" if errors else ""
         return KilnError(

@@ -417,7 +417,15 @@ def resolve(options: CompileOptions) -> ResolvedTarget:
     if options.params not in WEIGHT_POLICIES:
         raise KilnError(f"unknown --params '{options.params}'; known: {', '.join(WEIGHT_POLICIES)}", stage=STAGE)
     input_type = ["--iree-input-type=torch"] if handoff == "torch" else []
-    flags = (*target.flags(options, arch), *input_type, f"--iree-opt-level={options.opt_level}", *options.extra_iree_flags)
+    flags = (
+        *target.flags(options, arch),
+        *input_type,
+        f"--iree-opt-level={options.opt_level}",
+        # IREE drops assertions from O1 up; kiln's are the run-time checks of inputs that would
+        # otherwise read or write out of bounds (passes/check_index_inputs.py).
+        "--iree-opt-strip-assertions=false",
+        *options.extra_iree_flags,
+    )
     details = {**target.details(options, arch), "handoff": handoff}
     cpu_kernels, cpu_attention = _cpu_choices(options, target, handoff, details)
     attributes = {"kiln.target": target.name, "kiln.handoff": handoff}

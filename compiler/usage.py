@@ -16,7 +16,7 @@ from __future__ import annotations
 import resource
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,11 +60,13 @@ def _cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def run_child(command: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    """`subprocess.run(command, capture_output=True, text=True)`, recording the child's peak memory
-    in the measurement in progress."""
+def run_child(
+    command: Sequence[str], preexec_fn: Callable[[], None] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`subprocess.run(command, capture_output=True, text=True, preexec_fn=preexec_fn)`, recording the
+    child's peak memory in the measurement in progress."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, text=True)
+        process = subprocess.Popen(command, stdout=out, stderr=err, text=True, preexec_fn=preexec_fn)
         status = Path(f"/proc/{process.pid}/status")
         peak = 0
         while True:

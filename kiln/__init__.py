@@ -24,11 +24,15 @@ __version__ = "0.1.0"
 __all__ = ["KilnError", "__version__", "compile", "load"]
 
 
-def load(path: Any, device: str | None = None) -> LoadedModule:
-    """Load a `.vmfb` and its manifest; `device` is e.g. "cpu", "cuda", "cuda:1" (default: the artifact's)."""
+def load(path: Any, device: str | None = None, verify_weights: bool = True) -> LoadedModule:
+    """Load a `.vmfb` and its manifest; `device` is e.g. "cpu", "cuda", "cuda:1" (default: the artifact's).
+
+    The files are checked against the manifest's sizes and sha256 first; `verify_weights=False`
+    checks only the size of a large `.irpa` instead of hashing it.
+    """
     from kiln.runtime import load as load_artifact
 
-    return load_artifact(path, device)
+    return load_artifact(path, device, verify_weights)
 
 
 def compile(module: Any, example_args: Any, target: str = "llvm-cpu", **options: Any) -> Compiled:

@@ -49,6 +49,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "promote-uint8-arithmetic",
             "split-negative-pad",
             "round-float-scalars",  # after the decompositions above, which make float scalars too
+            "check-index-inputs",  # after them too: it checks the gathers and scatters they leave
             "check-primitives",  # last: lists what is left outside the primitive set, fails for what nothing lowers
         ),
     ),

@@ -100,9 +100,12 @@ DATA_MOVEMENT = _aten(
 # `torch.aten.mul.int` and the like, touches no tensor and is primitive by the rule below).
 SHAPES = frozenset({"torch.aten.size.int", "torch.aten.dim", "torch.prim.NumToTensor.Scalar", "torch.bind_symbolic_shape"})
 
+# Run-time checks: a 0-d bool tensor read on the host and asserted (check-index-inputs).
+CHECKS = frozenset({"torch.aten.Bool.Tensor", "torch.runtime.assert"})
+
 PRIMITIVES: frozenset[str] = (
     STRUCTURE | ARITHMETIC | MATH | COMPARE_AND_SELECT | REDUCTIONS | CONTRACTIONS_AND_WINDOWS | FUSED_IN_BACKEND
-    | DATA_MOVEMENT | SHAPES
+    | DATA_MOVEMENT | SHAPES | CHECKS
 )
 
 

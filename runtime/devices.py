@@ -96,12 +96,14 @@ def iree_reason(exc: Exception) -> str:
     for line in str(exc).splitlines():
         match = _IREE_STATUS.search(line)
         if match:
-            return match.group(1).strip().rstrip(":").strip()
+            return match.group(1).strip().rstrip(":;").strip()
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
 
 
-_IREE_STATUS = re.compile(r"\.c:\d+: [A-Z_]+; (.+)")  # ".../cuda_dynamic_symbols.c:66: UNAVAILABLE; <reason>"
+# ".../cuda_dynamic_symbols.c:66: UNAVAILABLE; <reason>", or from the program itself (a failed
+# run-time check): "<vm>:0: FAILED_PRECONDITION; <message>;"
+_IREE_STATUS = re.compile(r"(?:\.c|<vm>):\d+: [A-Z_]+; (.+)")
 
 
 @functools.cache

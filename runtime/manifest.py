@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-from dataclasses import asdict, dataclass, field
+import re
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-FORMAT_VERSION = 3  # 2: several functions; 3: the calling convention (arguments, results, write-backs, state)
+FORMAT_VERSION = 4  # 2: several functions; 3: the calling convention (arguments, results, write-backs, state);
+# 4: the size and sha256 of the .vmfb and .irpa (`files`)
 
 
 # A dimension: a size, or the name of a dynamic size's symbol ("s0"; outputs may hold an expression).
@@ -69,6 +71,14 @@ class FunctionSpec:
 
 
 @dataclass(frozen=True)
+class FileDigest:
+    """What one of the artifact's files must be: its size and sha256, checked before IREE reads it."""
+
+    bytes: int
+    sha256: str
+
+
+@dataclass(frozen=True)
 class Manifest:
     functions: tuple[FunctionSpec, ...]  # the first is what calling the module runs
     target: str  # kiln target name, e.g. "llvm-cpu"
@@ -86,6 +96,8 @@ class Manifest:
     # CPU features (LLVM's names) the artifact's code needs beyond its target's baseline: kiln's CPU
     # kernels' (amx-bf16, avx512bf16). The runtime checks them, and asks Linux for AMX state, at load.
     cpu_features: tuple[str, ...] = ()
+    # The saved files by kind ("vmfb", "irpa"), recorded at save; None in memory and before format 4.
+    files: dict[str, FileDigest] | None = None
     format_version: int = FORMAT_VERSION
 
     @property
@@ -112,11 +124,21 @@ class Manifest:
 
     @staticmethod
     def from_json(text: str) -> Manifest:
-        data: dict[str, Any] = json.loads(text)
+        """The manifest in `text`; a ManifestError (a ValueError) says what is wrong and where.
+
+        A manifest is data from elsewhere: every field is checked for its type and range before use.
+        """
+        try:
+            data = json.loads(text)
+        except RecursionError as exc:
+            raise ManifestError("nested too deeply to be a manifest") from exc
+        check_manifest_json(data)
         data["functions"] = tuple(function_spec(f) for f in data["functions"])
         data["iree_flags"] = tuple(data["iree_flags"])
         data["kernels"] = tuple(data.get("kernels", ()))
         data["cpu_features"] = tuple(data.get("cpu_features", ()))
+        if data.get("files") is not None:
+            data["files"] = {kind: FileDigest(**digest) for kind, digest in data["files"].items()}
         return Manifest(**data)
 
 
@@ -149,6 +171,141 @@ def function_spec(data: dict[str, Any]) -> FunctionSpec:
 
 def _tensor_spec(data: dict[str, Any]) -> TensorSpec:
     return TensorSpec(name=data["name"], shape=tuple(data["shape"]), dtype=data["dtype"], carried_as=data.get("carried_as"))
+
+
+class ManifestError(ValueError):
+    """A manifest that is not one: the field and what is wrong with it."""
+
+
+DTYPES = (
+    "float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",
+)  # fmt: skip
+DRIVERS = ("local-task", "local-sync", "cuda", "vulkan", "hip")  # the IREE drivers kiln's targets use
+FILE_KINDS = ("vmfb", "irpa")
+_MAX_SIZE = 2**63 - 1
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def check_manifest_json(data: Any) -> None:
+    """Check decoded manifest JSON field by field, before any of it is used; ManifestError otherwise.
+
+    Names must be printable (function names identifiers): they reach IREE's C API and messages.
+    Fields this reader does not know are an error, so a hand-edit that misspells one is caught.
+    """
+    _fields(data, Manifest, "the manifest")
+    version = _integer(data.get("format_version", FORMAT_VERSION), "format_version", low=1)
+    if version > FORMAT_VERSION:
+        raise ManifestError(
+            f"format_version {version} is newer than this kiln reads ({FORMAT_VERSION}); upgrade kiln.runtime"
+        )
+    functions = _list(data["functions"], "functions")
+    if not functions:
+        raise ManifestError("functions: empty; an artifact has at least one")
+    seen: set[str] = set()
+    for index, function in enumerate(functions):
+        _check_function(function, f"functions[{index}]")
+        if function["name"] in seen:
+            raise ManifestError(f"functions[{index}].name: '{function['name']}' names two functions")
+        seen.add(function["name"])
+    _text(data["target"], "target", printable=False)
+    if data["driver"] not in DRIVERS:
+        raise ManifestError(f"driver: {_shown(data['driver'])} is not an IREE driver kiln knows ({', '.join(DRIVERS)})")
+    for field_name in ("target_details", "versions", "source"):  # informational: any text
+        for key, value in _mapping(data.get(field_name, {}), field_name).items():
+            _text(value, f"{field_name}.{key}", printable=False)
+    for index, flag in enumerate(_list(data["iree_flags"], "iree_flags")):
+        _text(flag, f"iree_flags[{index}]", printable=False)
+    if data.get("precision") is not None:
+        _text(data["precision"], "precision")
+    if data.get("parameters") is not None:
+        parameters = _mapping(data["parameters"], "parameters")
+        for key in ("count", "bytes"):
+            _integer(parameters.get(key), f"parameters.{key}")
+    if data.get("files") is not None:
+        for kind, digest in _mapping(data["files"], "files").items():
+            if kind not in FILE_KINDS:
+                raise ManifestError(f"files: unknown kind {_shown(kind)}; known: {', '.join(FILE_KINDS)}")
+            _fields(digest, FileDigest, f"files.{kind}")
+            _integer(digest["bytes"], f"files.{kind}.bytes")
+            if not (isinstance(digest["sha256"], str) and _SHA256.match(digest["sha256"])):
+                raise ManifestError(f"files.{kind}.sha256: {_shown(digest['sha256'])} is not a sha256 in hex")
+
+
+def _check_function(data: Any, where: str) -> None:
+    _fields(data, FunctionSpec, where)
+    name = data["name"]
+    if not (isinstance(name, str) and name.isidentifier()) or name.startswith("__"):
+        raise ManifestError(f"{where}.name: {_shown(name)} is not a function name (an identifier, not IREE's __...)")
+    for role in ("inputs", "outputs"):
+        for index, tensor in enumerate(_list(data[role], f"{where}.{role}")):
+            _check_tensor(tensor, f"{where}.{role}[{index}]")
+    variant = data.get("out_variant")
+    if variant is not None and variant != f"{name}$out":  # the name the runtime looks up in the .vmfb
+        raise ManifestError(f"{where}.out_variant: {_shown(variant)} is not '{name}$out'")
+    for index, written in enumerate(_list(data.get("writes_back", []), f"{where}.writes_back")):
+        if _integer(written, f"{where}.writes_back[{index}]") >= len(data["inputs"]):
+            raise ManifestError(f"{where}.writes_back[{index}]: {written} is not an input's index")
+    for symbol, bounds in _mapping(data.get("symbols", {}), f"{where}.symbols").items():
+        bounds = _list(bounds, f"{where}.symbols.{symbol}")
+        if len(bounds) != 2:
+            raise ManifestError(f"{where}.symbols.{symbol}: expected [min, max or null], got {_shown(bounds)}")
+        low = _integer(bounds[0] or 0, f"{where}.symbols.{symbol}[0]")
+        if bounds[1] is not None and _integer(bounds[1], f"{where}.symbols.{symbol}[1]") < low:
+            raise ManifestError(f"{where}.symbols.{symbol}: max {bounds[1]} is below min {low}")
+
+
+def _check_tensor(data: Any, where: str) -> None:
+    _fields(data, TensorSpec, where)
+    _text(data["name"], f"{where}.name")
+    for axis, dim in enumerate(_list(data["shape"], f"{where}.shape")):
+        if not isinstance(dim, str):
+            _integer(dim, f"{where}.shape[{axis}]")
+        elif not dim or not dim.isprintable() or len(dim) > 256:
+            raise ManifestError(f"{where}.shape[{axis}]: {_shown(dim)} is neither a size nor a size expression")
+    if data["dtype"] not in DTYPES:
+        raise ManifestError(f"{where}.dtype: {_shown(data['dtype'])} is not a dtype kiln knows ({', '.join(DTYPES)})")
+
+
+def _fields(data: Any, kind: type, where: str) -> None:
+    """`data` is an object with the fields of dataclass `kind`: every required one, and no other."""
+    data = _mapping(data, where)
+    known = {item.name: item for item in fields(kind)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ManifestError(f"{where}: unknown field {_shown(unknown[0])}")
+    for name, item in known.items():
+        if name not in data and item.default is MISSING and item.default_factory is MISSING:
+            raise ManifestError(f"{where}: missing field '{name}'")
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ManifestError(f"{where}: expected an object, got {_shown(value)}")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ManifestError(f"{where}: expected a list, got {_shown(value)}")
+    return value
+
+
+def _integer(value: Any, where: str, low: int = 0) -> int:
+    if type(value) is not int or not low <= value <= _MAX_SIZE:
+        raise ManifestError(f"{where}: expected a whole number from {low} to 2**63-1, got {_shown(value)}")
+    return value
+
+
+def _text(value: Any, where: str, printable: bool = True) -> str:
+    if not isinstance(value, str) or (printable and not value.isprintable()):
+        raise ManifestError(f"{where}: expected {'printable ' if printable else ''}text, got {_shown(value)}")
+    return value
+
+
+def _shown(value: Any) -> str:
+    """A value for a message: repr (NUL and control characters escaped), cut short."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def package_versions(names: tuple[str, ...]) -> dict[str, str]:

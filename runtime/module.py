@@ -24,6 +24,7 @@ from . import convention
 from .boundary import Boundary, Value, boundary_for
 from .devices import iree_reason, open_device, open_sync_cpu, placement
 from .executors import Context, CpuExecutor, Executor
+from .integrity import artifact_lock, check_declarations, check_files
 from .manifest import PARAMETER_SCOPE, FunctionSpec, Manifest, manifest_path, parameters_path
 from .plans import Plan, plan, signature_of
 from .tensors import to_numpy
@@ -61,7 +62,8 @@ class LoadedModule:
             else:
                 vm_module = rt.VmModule.copy_buffer(instance, vmfb)
         except Exception as exc:
-            raise KilnError(f"not a valid IREE module ({exc})", stage=STAGE) from exc
+            raise KilnError(f"not a valid IREE module ({iree_reason(exc)})", stage=STAGE) from exc
+        check_declarations(vm_module, manifest)
         modules.append(vm_module)
         try:  # a GPU artifact built for an architecture this GPU cannot run fails here
             context = Context(instance, self.device, modules, manifest.driver)
@@ -237,11 +239,17 @@ def _parameters_module(instance: rt.VmInstance, parameters: Path | dict[str, np.
     return rt.create_io_parameters_module(instance, index.create_provider(scope=PARAMETER_SCOPE))
 
 
-def load(path: str | Path, device: str | None = None) -> LoadedModule:
-    """Load `model.vmfb` (with its `model.json` manifest) onto `device` (default: the artifact's own)."""
+def load(path: str | Path, device: str | None = None, verify_weights: bool = True) -> LoadedModule:
+    """Load `model.vmfb` (with its `model.json` manifest) onto `device` (default: the artifact's own).
+
+    The files are data from elsewhere, checked before IREE reads them (kiln.runtime.integrity): the
+    manifest field by field, the .vmfb's size and sha256, the .irpa's size, and its sha256 unless
+    `verify_weights` is False (hashing a many-GB archive takes seconds).
+    """
     path = Path(path)
     if not path.is_file():
-        raise KilnError(f"artifact not found: {path}", stage=STAGE)
+        problem = "is not a file" if path.exists() else "not found"
+        raise KilnError(f"artifact {problem}: {path}", stage=STAGE)
     manifest_file = manifest_path(path)
     if not manifest_file.is_file():
         raise KilnError(
@@ -249,20 +257,32 @@ def load(path: str | Path, device: str | None = None) -> LoadedModule:
             stage=STAGE,
             hint="a kiln artifact is a .vmfb plus the .json manifest written beside it by `kiln compile`",
         )
+    with artifact_lock(path.parent, exclusive=False):  # a save into this folder renames nothing meanwhile
+        manifest = _read_manifest(manifest_file)
+        parameters = None
+        if manifest.parameters is not None:
+            parameters = parameters_path(path)
+            if not parameters.is_file():
+                raise KilnError(
+                    f"parameter archive not found: {parameters}",
+                    stage=STAGE,
+                    hint="this artifact keeps its weights in an .irpa file beside the .vmfb; copy them together",
+                )
+        try:
+            check_files(path, manifest, parameters, verify_weights)
+            return LoadedModule(path, manifest, device, parameters)
+        except KilnError as exc:
+            raise KilnError(f"{path}: {exc.message}", stage=STAGE, hint=exc.hint) from exc
+
+
+MAX_MANIFEST_BYTES = 16 << 20  # kiln's manifests are a few KiB; a bigger file is not one
+
+
+def _read_manifest(file: Path) -> Manifest:
+    size = file.stat().st_size
+    if size > MAX_MANIFEST_BYTES:
+        raise KilnError(f"corrupt manifest {file}: {size} bytes, too large to be a kiln manifest", stage=STAGE)
     try:
-        manifest = Manifest.from_json(manifest_file.read_text())
-    except (ValueError, KeyError, TypeError) as exc:
-        raise KilnError(f"corrupt manifest {manifest_file}: {exc}", stage=STAGE) from exc
-    parameters = None
-    if manifest.parameters is not None:
-        parameters = parameters_path(path)
-        if not parameters.is_file():
-            raise KilnError(
-                f"parameter archive not found: {parameters}",
-                stage=STAGE,
-                hint="this artifact keeps its weights in an .irpa file beside the .vmfb; copy them together",
-            )
-    try:
-        return LoadedModule(path, manifest, device, parameters)
-    except KilnError as exc:
-        raise KilnError(f"{path}: {exc.message}", stage=STAGE, hint=exc.hint) from exc
+        return Manifest.from_json(file.read_bytes().decode())
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, ManifestError
+        raise KilnError(f"corrupt manifest {file}: {exc}", stage=STAGE) from exc

@@ -59,3 +59,13 @@ def compiled_examples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tup
         spec = load_model_file(path)
         results[path.stem] = (spec, compile_spec(spec, dump_dir=dump_dir), dump_dir)
     return results
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The long reliability runs (marked fuzz) run only when `-m` names them: `make fuzz`."""
+    if "fuzz" in (config.option.markexpr or ""):
+        return
+    skip = pytest.mark.skip(reason="the long part: run with `make fuzz` (pytest -m fuzz)")
+    for item in items:
+        if item.get_closest_marker("fuzz"):
+            item.add_marker(skip)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 
 import kiln
 from kiln.errors import KilnError
+from kiln.runtime.integrity import UncheckedArtifactWarning
 
 
 class AddMul(torch.nn.Module):
@@ -84,7 +87,11 @@ def test_corrupt_artifact(add_mul, tmp_path):
     path = tmp_path / "corrupt.vmfb"
     path.write_bytes(b"this is not a flatbuffer" * 10)
     path.with_suffix(".json").write_text(add_mul.manifest.to_json())
-    with pytest.raises(KilnError, match=r"corrupt\.vmfb: not a valid IREE module"):
+    with pytest.raises(KilnError, match=r"corrupt\.vmfb is 240 bytes; its manifest says \d+"):
+        kiln.load(path)
+    unchecked = replace(add_mul.manifest, files=None, format_version=2)  # before digests: IREE's verifier
+    path.with_suffix(".json").write_text(unchecked.to_json())
+    with pytest.warns(UncheckedArtifactWarning), pytest.raises(KilnError, match=r"corrupt\.vmfb: not a valid IREE module"):
         kiln.load(path)
 
 
@@ -114,3 +121,14 @@ def _saved(module, tmp_path):
     from kiln.compiler import Compiled
 
     return Compiled(b"", module.manifest).save(tmp_path / "copy.vmfb")
+
+
+def test_manifest_vocabulary_matches_the_runtime():
+    """The manifest reader's dtypes and drivers are the ones the runtime converts and opens."""
+    from kiln.runtime.devices import DRIVERS
+    from kiln.runtime.manifest import DRIVERS as MANIFEST_DRIVERS
+    from kiln.runtime.manifest import DTYPES
+    from kiln.runtime.tensors import TORCH_DTYPES
+
+    assert set(DTYPES) == set(TORCH_DTYPES)
+    assert set(DRIVERS.values()) <= set(MANIFEST_DRIVERS)

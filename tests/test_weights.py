@@ -61,7 +61,9 @@ def test_replacing_a_weight_in_the_archive_changes_the_result_without_recompilin
     weights = {name: t.detach().numpy() for name, t in external.parameters.tensors.items()}
     weights["4.weight"] = weights["4.weight"] * 0
     rt.save_archive_file(weights, path.with_suffix(".irpa"))
-    result = kiln.load(path)(torch.randn(8, 64))
+    with pytest.raises(KilnError, match=r"(?s)mlp\.irpa does not match its manifest .*verify_weights=False"):
+        kiln.load(path)  # the manifest vouches for the archive it was saved with
+    result = kiln.load(path, verify_weights=False)(torch.randn(8, 64))  # a replaced one: said so
     torch.testing.assert_close(result, spec.module[4].bias.detach().expand(8, 10))
 
 

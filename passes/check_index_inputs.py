@@ -1,0 +1,179 @@
+"""check-index-inputs: indices a caller passes in are checked against the size they index, at run time.
+
+PyTorch raises IndexError for an embedding id, an index_select, gather or scatter index, or an
+`x[idx]` index outside the dimension it indexes. Compiled, these ops read (scatter: write)
+wherever the index points: torch-mlir's bounds asserts sit inside the loop bodies, where IREE
+drops them, so an out-of-range id gave garbage or a segfault (tests/reliability measured both).
+
+For each such op whose index tensor comes from a function argument (through views and casts),
+this adds one check over the whole index before the op:
+
+    torch.runtime.assert all((index >= low) & (index < size)), "<op> index out of range ..."
+
+`low` is 0, or -size where PyTorch wraps negative indices (`x[idx]`, index_put). IREE turns the
+assert into a failed call (FAILED_PRECONDITION, with the message) as long as assertions are kept:
+kiln compiles with --iree-opt-strip-assertions=false (compiler/targets.py). Indices the model
+computes itself (positions, argmax, top-k) are in range by construction and are left alone: each
+check costs a reduction over the index and a wait for its result before the op.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from torch_mlir import ir
+
+from .pass_api import Pass, PassRun
+from .torch_ir import number, tensor_type, vtensor
+
+# op -> (the operand holding the indexed tensor, the operand holding the dimension or None for
+# dimension 0, the operand holding the index tensor or a list of them, whether negatives wrap)
+INDEXING = {
+    "torch.aten.embedding": (0, None, 1, False),
+    "torch.aten.index_select": (0, 1, 2, False),
+    "torch.aten.gather": (0, 1, 2, False),
+    "torch.aten.scatter.src": (0, 1, 2, False),
+    "torch.aten.scatter.value": (0, 1, 2, False),
+    "torch.aten.scatter_add": (0, 1, 2, False),
+    "torch.aten.scatter.reduce": (0, 1, 2, False),
+    "torch.aten.scatter_reduce.two": (0, 1, 2, False),
+    "torch.aten.index.Tensor": (0, None, 1, True),
+    "torch.aten.index.Tensor_hacked_twin": (0, None, 1, True),
+    "torch.aten.index_put": (0, None, 1, True),
+    "torch.aten.index_put.hacked_twin": (0, None, 1, True),
+    "torch.aten._index_put_impl": (0, None, 1, True),
+}
+# Ops that pass an argument's values through unchanged in kind: an index read through them is
+# still the caller's.
+PASS_THROUGH = frozenset(
+    f"torch.aten.{name}"
+    for name in (
+        "view", "reshape", "_reshape_alias", "unsqueeze", "squeeze", "squeeze.dim", "flatten.using_ints",
+        "expand", "permute", "transpose.int", "t", "slice.Tensor", "select.int", "contiguous", "clone",
+        "to.dtype", "_to_copy", "broadcast_to",
+    )
+)  # fmt: skip
+
+
+def run(module: ir.Operation, pass_run: PassRun) -> None:
+    for function in _ops_in(module):
+        if function.name != "func.func":
+            continue
+        names = _input_names(module, function)
+        checked: set[tuple[ir.Value, ir.Value, int]] = set()  # (index, indexed tensor, dimension) done
+        for op in _ops_in(function):
+            if op.name in INDEXING:
+                for index, source, dim, wraps in _indices(op):
+                    argument = _argument_of(index)
+                    key = (index, source, dim)
+                    if argument is None or key in checked:
+                        continue
+                    checked.add(key)
+                    name = names[argument] if argument < len(names) else f"argument {argument}"
+                    _check(op, index, source, dim, wraps, name)
+
+
+def _indices(op: ir.Operation) -> list[tuple[ir.Value, ir.Value, int, bool]]:
+    """(index tensor, indexed tensor, dimension, negatives wrap) for each index `op` reads."""
+    source_at, dim_at, index_at, wraps = INDEXING[op.name]
+    source = op.operands[source_at]
+    index = op.operands[index_at]
+    if str(index.type).startswith("!torch.list"):
+        items = _list_items(index)
+        return [(item, source, dim, wraps) for dim, item in enumerate(items) if tensor_type(item.type) is not None]
+    dim = 0 if dim_at is None else number(op.operands[dim_at])
+    rank = len(tensor_type(source.type).shape) if tensor_type(source.type) is not None else None
+    if not isinstance(dim, int) or rank is None:
+        return []
+    return [(index, source, dim % rank if rank else 0, wraps)]
+
+
+def _list_items(value: ir.Value) -> list[ir.Value]:
+    owner = value.owner
+    if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.operation.name != "torch.prim.ListConstruct":
+        return []
+    return list(owner.operation.operands)
+
+
+def _argument_of(value: ir.Value) -> int | None:
+    """The function argument `value` is, or is read from through PASS_THROUGH ops; None otherwise."""
+    while True:
+        if isinstance(value, ir.BlockArgument):
+            return value.arg_number
+        owner = value.owner
+        if not isinstance(owner, (ir.Operation, ir.OpView)) or owner.operation.name not in PASS_THROUGH:
+            return None
+        value = owner.operation.operands[0]
+
+
+def _check(op: ir.Operation, index: ir.Value, source: ir.Value, dim: int, wraps: bool, name: str) -> None:
+    """Insert, before `op`, the assert that every element of `index` indexes `source` along `dim`."""
+    index_type, source_type = tensor_type(index.type), tensor_type(source.type)
+    assert index_type is not None and source_type is not None
+    static_size = source_type.shape[dim]
+    where = _source_line(op.location)
+    shown = op.name.removeprefix("torch.aten.")
+    with ir.InsertionPoint(op), op.location:
+        integer, boolean = ir.Type.parse("!torch.int"), ir.Type.parse("!torch.bool")
+        if static_size is not None:
+            size = _create("torch.constant.int", [], integer, value=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), static_size))
+        else:
+            dim_value = _create("torch.constant.int", [], integer, value=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim))
+            size = _create("torch.aten.size.int", [source, dim_value], integer)
+        if wraps:
+            low = _create("torch.aten.neg.int", [size], integer)
+        else:
+            low = _create("torch.constant.int", [], integer, value=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0))
+        flags = vtensor(index_type.shape, "i1")
+        at_least = _create("torch.aten.ge.Scalar", [index, low], flags)
+        below = _create("torch.aten.lt.Scalar", [index, size], flags)
+        inside = _create("torch.aten.bitwise_and.Tensor", [at_least, below], flags)
+        every = _create("torch.aten.all", [inside], vtensor([], "i1"))
+        holds = _create("torch.aten.Bool.Tensor", [every], boolean)
+        extent = static_size if static_size is not None else f"the size of dimension {dim}"
+        bounds = f"[-{extent}, {extent})" if wraps else f"[0, {extent})"
+        message = f"{shown}{where}: input '{name}' holds an index outside {bounds}, the range it may index"
+        ir.Operation.create("torch.runtime.assert", operands=[holds], attributes={"message": ir.StringAttr.get(message)})
+
+
+def _create(name: str, operands: list[ir.Value], result: ir.Type, **attributes: ir.Attribute) -> ir.Value:
+    return ir.Operation.create(name, results=[result], operands=operands, attributes=attributes or None).result
+
+
+_LOCATION = re.compile(r'"([^"]+)":(\d+):\d+')
+
+
+def _source_line(location: ir.Location) -> str:
+    """" at model.py:12" from the op's location (the innermost frame torch.export recorded), or ""
+    where that is not a model's Python line (nn.Embedding's own forward, a line of IR)."""
+    match = _LOCATION.search(str(location))
+    if match is None or not match.group(1).endswith(".py") or "site-packages" in match.group(1):
+        return ""
+    return f" at {match.group(1).rsplit('/', 1)[-1]}:{match.group(2)}"
+
+
+def _input_names(module: ir.Operation, function: ir.Operation) -> list[str]:
+    """The function's input names from the calling convention kiln records on the module, if any."""
+    attributes = module.attributes
+    if "kiln.calling_convention" not in attributes:
+        return []
+    try:
+        convention = json.loads(ir.StringAttr(attributes["kiln.calling_convention"]).value)
+        function_name = ir.StringAttr(function.attributes["sym_name"]).value
+        spec = next(item for item in convention["functions"] if item["name"] == function_name)
+        return [item["name"] for item in spec["inputs"]]
+    except (ValueError, KeyError, TypeError, StopIteration):
+        return []
+
+
+def _ops_in(op: ir.Operation) -> list[ir.Operation]:
+    return [inner.operation for block in op.regions[0].blocks for inner in block.operations]
+
+
+PASS = Pass(
+    name="check-index-inputs",
+    summary="indices read from the inputs -> a run-time check that they are in range, before the op",
+    level="torch",
+    run=run,
+)
