@@ -20,7 +20,6 @@ prints one table.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import subprocess
@@ -34,6 +33,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import click
 import torch
 from torch import nn
 
@@ -457,40 +457,48 @@ def table(rows: list[Row], overhead: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, help=__doc__)
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
-    compile_parser = commands.add_parser("compile", help="compile the check models for cuda and llvm-cpu (here)")
-    compile_parser.add_argument("-o", "--out", type=Path, required=True)
-    compile_parser.add_argument("--gpu-arch", default="sm_80")
-    compile_parser.add_argument("--cpu", default="host", help="llvm-cpu: the device machine's CPU, e.g. sapphirerapids")
-    run_parser = commands.add_parser("run", help="run every check and time the overheads (there)")
-    run_parser.add_argument("carry", type=Path)
-    run_parser.add_argument("-o", "--output", type=Path)
-    run_parser.add_argument("--timeout-s", type=float, default=120.0, help="per check")
-    one_parser = commands.add_parser("one", help="one check in this process (what `run` starts)")
-    one_parser.add_argument("carry", type=Path)
-    one_parser.add_argument("target", choices=list(TARGETS))
-    one_parser.add_argument("check", choices=list(CHECKS))
-    args = parser.parse_args()
-    if args.command == "compile":
-        from kiln.compiler import CompileOptions
+    pass
 
-        compile_models(args.out / TARGETS["cuda"], CompileOptions(target="cuda", gpu_arch=args.gpu_arch))
-        compile_models(args.out / TARGETS["llvm-cpu"], CompileOptions(target="llvm-cpu", cpu=args.cpu))
-    elif args.command == "one":
-        print(json.dumps(asdict(run_one(args.carry, args.target, args.check))))
-    else:
-        rows = run_all(args.carry, args.timeout_s)
-        overhead = overheads(args.carry)
-        text = table(rows, overhead)
-        print(text)
-        if args.output:
-            args.output.parent.mkdir(parents=True, exist_ok=True)
-            args.output.write_text(json.dumps({"checks": [asdict(r) for r in rows], "overhead_us": overhead}, indent=2))
-            args.output.with_suffix(".md").write_text(text)
-        if any(row.result.startswith("FAIL") for row in rows):
-            sys.exit(1)
+
+@main.command("compile")
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="The carry folder to write.")
+@click.option("--gpu-arch", default="sm_80", show_default=True)
+@click.option("--cpu", default="host", show_default=True, help="llvm-cpu: the device machine's CPU, e.g. sapphirerapids.")
+def compile_command(out: Path, gpu_arch: str, cpu: str) -> None:
+    """Compile the check models for cuda and llvm-cpu (here)."""
+    from kiln.compiler import CompileOptions
+
+    compile_models(out / TARGETS["cuda"], CompileOptions(target="cuda", gpu_arch=gpu_arch))
+    compile_models(out / TARGETS["llvm-cpu"], CompileOptions(target="llvm-cpu", cpu=cpu))
+
+
+@main.command("run")
+@click.argument("carry", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the rows (.json) and the table (.md).")
+@click.option("--timeout-s", type=float, default=120.0, show_default=True, help="Per check.")
+def run_command(carry: Path, output: Path | None, timeout_s: float) -> None:
+    """Run every check and time the overheads (there)."""
+    rows = run_all(carry, timeout_s)
+    overhead = overheads(carry)
+    text = table(rows, overhead)
+    click.echo(text)
+    if output:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps({"checks": [asdict(r) for r in rows], "overhead_us": overhead}, indent=2))
+        output.with_suffix(".md").write_text(text)
+    if any(row.result.startswith("FAIL") for row in rows):
+        sys.exit(1)
+
+
+@main.command("one")
+@click.argument("carry", type=click.Path(path_type=Path))
+@click.argument("target", type=click.Choice(list(TARGETS)))
+@click.argument("check", type=click.Choice(list(CHECKS)))
+def one_command(carry: Path, target: str, check: str) -> None:
+    """One check in this process (what `run` starts)."""
+    click.echo(json.dumps(asdict(run_one(carry, target, check))))
 
 
 if __name__ == "__main__":
