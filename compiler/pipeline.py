@@ -39,6 +39,7 @@ from .signature import Plan, Signature, plan_convention, shared_state
 from .targets import ResolvedTarget, resolve
 from .usage import Usage, measured
 from .weights import Parameters, external_parameters
+from .written_inputs import overwritten_inputs
 
 
 @dataclass
@@ -379,8 +380,13 @@ def _backend(program: Program, context: StageContext) -> Compiled:
     Hopper), the target's levers (levers.py) where the module has ops for them, kiln's CPU kernel
     among them; the manifest records what the artifact was compiled with."""
     resolved = context.resolved
-    variants = add_out_variants(program.module, tuple(function.name for function in program.functions))
-    functions = tuple(replace(function, out_variant=variants.get(function.name)) for function in program.functions)
+    names = tuple(function.name for function in program.functions)
+    overwritten = overwritten_inputs(program.module, names)
+    variants = add_out_variants(program.module, names)
+    functions = tuple(
+        replace(function, out_variant=variants.get(function.name), overwritten=overwritten.get(function.name, ()))
+        for function in program.functions
+    )
     _mark_target(program.module, resolved)
     if resolved.device_targets is not None:
         with program.module.context:  # IREE's attribute, opaque here: the context allows unregistered dialects

@@ -57,12 +57,13 @@ class Copies:
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
 
-    def count(self, reason: str, detail: str) -> None:
-        """Count one copy; the first of its reason warns, with `detail` saying which value and why."""
+    def count(self, reason: str, detail: str, warn: bool = True) -> None:
+        """Count one copy; the first of its reason warns (unless not `warn`: a copy the manifest
+        announces), with `detail` saying which value and why."""
         with self._lock:
             self._counts[reason] += 1
             first = self._counts[reason] == 1
-        if first:
+        if first and warn:
             message = f"kiln copied {detail} (further copies for this reason are counted, not warned)"
             warnings.warn(message, KilnCopyWarning, stacklevel=_caller_level())
 
@@ -102,9 +103,14 @@ class Boundary:
         self.device = device
         self.copies = Copies()
 
-    def enter(self, value: Value, name: str) -> tuple[torch.Tensor, rt.HalBufferView]:
+    def enter(self, value: Value, name: str, written: bool = False) -> tuple[torch.Tensor, rt.HalBufferView]:
         """Input `name` for IREE: the tensor IREE reads (`value` itself where memory allows, else a
-        counted copy) and IREE's view of it, which keeps the tensor alive."""
+        counted copy) and IREE's view of it, which keeps the tensor alive. An input the artifact
+        may write into (`written`: the manifest's `overwritten`) is always a copy."""
+        if written:
+            tensor = self.dense(value, name).clone()
+            self.copies.count("the artifact writes into it", f"input '{name}'", warn=False)
+            return tensor, self.device.from_dlpack_capsule(to_dlpack(tensor))
         if type(value) is torch.Tensor and self.is_home(value) and not value.data_ptr() % ALIGNMENT:
             try:  # the common case, in as few checks as possible: they are a call's overhead
                 return value, self.device.from_dlpack_capsule(to_dlpack(value))
@@ -252,8 +258,8 @@ class StagedBoundary(Boundary):
     def is_home(self, tensor: torch.Tensor) -> bool:
         return tensor.is_cpu
 
-    def enter(self, value: Value, name: str) -> tuple[torch.Tensor, rt.HalBufferView]:
-        tensor = self.dense(value, name)
+    def enter(self, value: Value, name: str, written: bool = False) -> tuple[torch.Tensor, rt.HalBufferView]:
+        tensor = self.dense(value, name)  # IREE gets a buffer of its own: a written input needs no other copy
         bits = tensor.view(_BITS[tensor.dtype]) if tensor.dtype in _BITS else tensor
         return tensor, self.device.allocator.allocate_buffer_copy(
             memory_type=rt.MemoryType.DEVICE_LOCAL,

@@ -63,6 +63,9 @@ class FunctionSpec:
     # The exported function that writes the results into tensors the caller allocated (one trailing
     # argument per result, written-back inputs included), e.g. "main$out"; None in artifacts without one.
     out_variant: str | None = None
+    # Inputs the compiled code may write into (IREE computes some in-place ops into their argument):
+    # the runtime hands IREE a copy of these (kiln.compiler.written_inputs).
+    overwritten: tuple[int, ...] = ()
 
     @property
     def returns(self) -> tuple[TensorSpec, ...]:
@@ -166,6 +169,7 @@ def function_spec(data: dict[str, Any]) -> FunctionSpec:
         writes_back=tuple(data.get("writes_back", ())),
         state=tuple(data.get("state", ())),
         out_variant=data.get("out_variant"),
+        overwritten=tuple(data.get("overwritten", ())),
     )
 
 
@@ -242,9 +246,10 @@ def _check_function(data: Any, where: str) -> None:
     variant = data.get("out_variant")
     if variant is not None and variant != f"{name}$out":  # the name the runtime looks up in the .vmfb
         raise ManifestError(f"{where}.out_variant: {_shown(variant)} is not '{name}$out'")
-    for index, written in enumerate(_list(data.get("writes_back", []), f"{where}.writes_back")):
-        if _integer(written, f"{where}.writes_back[{index}]") >= len(data["inputs"]):
-            raise ManifestError(f"{where}.writes_back[{index}]: {written} is not an input's index")
+    for role in ("writes_back", "overwritten"):
+        for index, input_index in enumerate(_list(data.get(role, []), f"{where}.{role}")):
+            if _integer(input_index, f"{where}.{role}[{index}]") >= len(data["inputs"]):
+                raise ManifestError(f"{where}.{role}[{index}]: {input_index} is not an input's index")
     for symbol, bounds in _mapping(data.get("symbols", {}), f"{where}.symbols").items():
         bounds = _list(bounds, f"{where}.symbols.{symbol}")
         if len(bounds) != 2:

@@ -146,8 +146,9 @@ class Function:
         storage = self._out_function is not None and call_plan.result_shapes is not None
         arguments = rt.VmVariantList(len(args) + count if storage else len(args))
         tensors = []
-        for value, spec in zip(args, self.spec.inputs, strict=True):
-            tensor, view = boundary.enter(convention.to_carried(value, spec), spec.name)
+        written = self.spec.overwritten
+        for index, (value, spec) in enumerate(zip(args, self.spec.inputs, strict=True)):
+            tensor, view = boundary.enter(convention.to_carried(value, spec), spec.name, index in written)
             tensors.append(tensor)
             arguments.push_ref(view)
         outputs = []
@@ -180,7 +181,11 @@ class Function:
         """`values` checked and imported once (as a call would), for `call_on_device`."""
         signature = signature_of(values)
         self._plans.get(signature) or self._plan(values, signature)
-        views = tuple(self._boundary.enter(value, name)[1] for value, name in zip(values, self._names, strict=True))
+        written = self.spec.overwritten  # copied once here: timing calls never write into the caller's tensors
+        views = tuple(
+            self._boundary.enter(value, name, index in written)[1]
+            for index, (value, name) in enumerate(zip(values, self._names, strict=True))
+        )
         return Uploaded(views, ("uploaded", signature))
 
     def call_on_device(self, uploaded: Uploaded) -> rt.VmVariantList:

@@ -224,3 +224,38 @@ def test_copies_warn_once_per_reason_and_count_every_one():
         copies.count("read-only numpy array", "input 'y'")
     assert copies.counts == {"not contiguous": 3, "read-only numpy array": 1} and copies.total == 4
     assert len(caught) == 2
+
+
+class ScatterInto(torch.nn.Module):
+    """IREE computes the scatter into its destination; here that is the argument `x` itself."""
+
+    def forward(self, x: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        return x.scatter_add(0, index, src)
+
+
+class SortThenScale(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.sort(x, dim=0).values * y
+
+
+@pytest.mark.parametrize("handoff", ["linalg", "torch"])
+def test_inputs_iree_would_write_into_are_copied_and_the_callers_stay_unchanged(handoff):
+    x, index, src = torch.randn(4, 4), torch.randint(0, 4, (3, 4)), torch.randn(3, 4)
+    scatter = kiln.compile(ScatterInto(), (x, index, src), handoff=handoff)
+    assert 0 in scatter.manifest.functions[0].overwritten
+    before = x.clone()
+    torch.testing.assert_close(scatter(x, index, src), before.scatter_add(0, index, src))
+    torch.testing.assert_close(scatter(x, index, src), before.scatter_add(0, index, src))  # twice: x as it was
+    assert torch.equal(x, before)
+    module = scatter.load()
+    assert module.copies.get("the artifact writes into it", 0) >= 2
+    a, y = torch.randn(8, 4), torch.randn(8, 4)
+    sort = kiln.compile(SortThenScale(), (a, y), handoff=handoff)
+    kept = a.clone()
+    torch.testing.assert_close(sort(a, y), torch.sort(kept, dim=0).values * y)
+    assert torch.equal(a, kept)
+
+
+def test_inputs_only_read_are_not_listed_as_overwritten():
+    compiled = kiln.compile(torch.nn.Linear(4, 4), (torch.randn(2, 4),))
+    assert compiled.manifest.functions[0].overwritten == ()
