@@ -39,6 +39,8 @@ from .scratch import remove_stale, stamped
 from .weights import Parameters
 
 STAGE = "save"
+# A full disk, a quota, a file size limit: the errors a retry elsewhere (or with room) fixes.
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 @dataclass(frozen=True)
@@ -78,11 +80,11 @@ class Compiled:
                 _sealed(manifest)
                 _commit(staged, path.parent)
         except OSError as exc:
+            reason = exc.strerror or str(exc)
+            if exc.errno in _NO_SPACE:
+                reason = f"out of disk space ({reason})"
             where = f" ({exc.filename})" if exc.filename else ""
-            raise KilnError(
-                f"cannot write the artifact {path}: {exc.strerror or exc}{where}; nothing was replaced",
-                stage=STAGE,
-            ) from exc
+            raise KilnError(f"cannot write the artifact {path}: {reason}{where}; nothing was replaced", stage=STAGE) from exc
         return path
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -186,13 +186,26 @@ class Boundary:
         return tensor.to(dtype)
 
     def _from_numpy(self, array: np.ndarray, name: str) -> torch.Tensor:
-        if not array.flags.writeable or not array.dtype.isnative:
-            reason = "read-only numpy array" if not array.flags.writeable else "non-native byte order"
-            self.copies.count(reason, f"input '{name}': a {reason}")
-            array = np.array(array, dtype=array.dtype.newbyteorder("="))
-        if array.dtype == ml_dtypes.bfloat16:  # numpy has no bf16 of its own; torch reads its bits
-            return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
-        return torch.from_numpy(array)
+        """`array` as a torch tensor over its own memory where torch can share it, else one counted
+        copy into torch's (aligned) memory."""
+        reason = (
+            "read-only numpy array" if not array.flags.writeable
+            else "non-native byte order" if not array.dtype.isnative
+            else "negative strides" if any(stride < 0 for stride in array.strides)
+            else None
+        )  # fmt: skip
+        if reason is None:
+            return _shared(array)
+        self.copies.count(reason, f"input '{name}': a {reason}")
+        with warnings.catch_warnings():  # torch warns of sharing a read-only array; the clone does not share it
+            warnings.simplefilter("ignore", UserWarning)
+            return _shared(np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))).clone()
+
+
+def _shared(array: np.ndarray) -> torch.Tensor:
+    if array.dtype == ml_dtypes.bfloat16:  # numpy has no bf16 of its own; torch reads its bits
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
 
 
 class HostBoundary(Boundary):
