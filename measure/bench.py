@@ -24,7 +24,7 @@ import torch
 
 from kiln.runtime.executors import CALLS_TO_CHOOSE
 from kiln.runtime.module import LoadedModule, Uploaded
-from kiln.runtime.numerics import compare_all, worst
+from kiln.runtime.numerics import compare_all, computes_in_tf32, worst
 
 from .results import Numerics, Timing
 from .timing import Settings, measure, torch_device_for
@@ -49,7 +49,7 @@ def bench(
     model = model.to(torch_device).eval()
     with torch.no_grad():
         expected = _as_tuple(model(*device_inputs))
-        numerics = check_numerics(_as_tuple(module(*device_inputs)), expected)
+        numerics = check_numerics(_as_tuple(module(*device_inputs)), expected, computes_in_tf32(module.manifest.kernels))
         uploaded = upload(module, device_inputs)
         warm = replace(settings, warmup=max(settings.warmup, CALLS_TO_CHOOSE))  # the CPU's executor chosen first
         timings = {
@@ -81,9 +81,10 @@ def _time_inductor(
     return replace(timing, compile_s=max(first_s - timing.median_ms / 1e3, 0.0))
 
 
-def check_numerics(actual: Sequence[torch.Tensor], expected: Sequence[torch.Tensor]) -> Numerics:
-    """The worst output's relative L2 error against eager, and whether it is within its dtype's tolerance."""
-    comparison = worst(compare_all(actual, expected))
+def check_numerics(actual: Sequence[torch.Tensor], expected: Sequence[torch.Tensor], tf32: bool = False) -> Numerics:
+    """The worst output's relative L2 error against eager, and whether it is within its dtype's tolerance
+    (`tf32`: the artifact computes f32 contractions in TF32, so f32 outputs get TF32's)."""
+    comparison = worst(compare_all(actual, expected, tf32=tf32))
     return Numerics(comparison.close_in_l2, comparison.rel_l2, comparison.max_abs, comparison.tolerance.rel_l2)
 
 

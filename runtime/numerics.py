@@ -40,11 +40,17 @@ TOLERANCES: dict[torch.dtype, Tolerance] = {
     torch.bfloat16: Tolerance(4e-2, 4e-2, 3e-2),
 }
 EXACT = Tolerance(0.0, 0.0, 0.0)
+# f32 outputs of an artifact that computes f32 contractions in TF32 (kiln's kernels on Hopper at
+# PyTorch's default convolution precision): TF32 products keep 10 mantissa bits, as float16 does.
+TF32 = TOLERANCES[torch.float16]
 
 
-def tolerance_for(dtype: torch.dtype, rtol: float | None = None, atol: float | None = None) -> Tolerance:
-    """The table's tolerance for `dtype`, with rtol/atol overridden where given."""
-    default = TOLERANCES.get(dtype, EXACT)
+def tolerance_for(
+    dtype: torch.dtype, rtol: float | None = None, atol: float | None = None, tf32: bool = False
+) -> Tolerance:
+    """The table's tolerance for `dtype` (f32 computed with TF32 contractions: `tf32`), with rtol/atol
+    overridden where given."""
+    default = TF32 if tf32 and dtype == torch.float32 else TOLERANCES.get(dtype, EXACT)
     return Tolerance(default.rtol if rtol is None else rtol, default.atol if atol is None else atol, default.rel_l2)
 
 
@@ -78,9 +84,9 @@ class Comparison:
         return f"max abs error {self.max_abs:.2g}, max rel error {self.max_rel:.2g}, rel. L2 {self.rel_l2:.1e}"
 
 
-def compare(got: torch.Tensor, want: torch.Tensor, tolerance: Tolerance | None = None) -> Comparison:
+def compare(got: torch.Tensor, want: torch.Tensor, tolerance: Tolerance | None = None, tf32: bool = False) -> Comparison:
     """`got` (kiln's) against `want` (eager's), with the table's tolerance for eager's dtype unless given."""
-    tolerance = tolerance or tolerance_for(want.dtype)
+    tolerance = tolerance or tolerance_for(want.dtype, tf32=tf32)
     if got.dtype != want.dtype:
         problem = f"dtype {short_dtype(got.dtype)}, eager {short_dtype(want.dtype)}"
         return Comparison(math.inf, math.inf, math.inf, tolerance, problem, False)
@@ -101,13 +107,18 @@ def compare(got: torch.Tensor, want: torch.Tensor, tolerance: Tolerance | None =
 
 
 def compare_all(
-    got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], tolerance: Tolerance | None = None
+    got: Sequence[torch.Tensor], want: Sequence[torch.Tensor], tolerance: Tolerance | None = None, tf32: bool = False
 ) -> tuple[Comparison, ...]:
     """Output by output; a different number of outputs is one failed comparison saying so."""
     if len(got) != len(want):
         problem = f"{len(got)} outputs, eager has {len(want)}"
         return (Comparison(math.inf, math.inf, math.inf, tolerance or EXACT, problem, False),)
-    return tuple(compare(g, w, tolerance) for g, w in zip(got, want, strict=True))
+    return tuple(compare(g, w, tolerance, tf32) for g, w in zip(got, want, strict=True))
+
+
+def computes_in_tf32(kernels: Sequence[dict[str, object]]) -> bool:
+    """Whether an artifact's manifest `kernels` say it computes some f32 contraction in TF32."""
+    return any(record.get("code") == "kiln" and record.get("precision") == "tf32" for record in kernels)
 
 
 def worst(comparisons: Sequence[Comparison]) -> Comparison:

@@ -32,6 +32,7 @@ from kiln.measure.results import (
     worst_per_model,
 )
 from kiln.measure.timing import Settings, measure
+from kiln.runtime.numerics import computes_in_tf32
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import suite  # benchmarks/ holds scripts, not a package
@@ -266,3 +267,14 @@ def test_suite_models_are_plain_model_files():
         assert all(p.dtype == torch.float32 for p in spec.module.parameters()), path
         assert all(x.dtype == torch.float32 for x in spec.example_inputs), path
         assert next(iter(namespace["get_model"](dtype="bf16").parameters())).dtype == torch.bfloat16, path
+
+
+def test_f32_outputs_of_tf32_artifacts_get_tf32s_tolerance():
+    want = torch.randn(4096, dtype=torch.float64).float()
+    got = want * (1 + 5e-3 * torch.randn(4096))  # relative L2 ~5e-3: TF32-sized, not f32-sized
+    assert not check_numerics((got,), (want,)).ok
+    assert check_numerics((got,), (want,), tf32=True).ok
+    assert not check_numerics((want * 1.05,), (want,), tf32=True).ok  # 5e-2 is wrong even for TF32
+    kernels = ({"code": "kiln", "precision": "tf32"},)
+    assert computes_in_tf32(kernels) and not computes_in_tf32(({"code": "iree", "precision": "tf32"},))
+    assert not computes_in_tf32(({"code": "kiln", "precision": "tf32x3"},))

@@ -129,8 +129,8 @@ def test_hopper_compile_dispatches_kiln_kernels(model, dumps):
     records = compiled.manifest.kernels
     kernels = [record for record in records if record["code"] == "kiln"]
     assert kernels, records
-    dispatched = KILN_DISPATCH.findall(flow_phase(dumps / model))
-    assert sorted(entry for _, entry in dispatched) == sorted(record["kernel"] for record in kernels)
+    dispatched = KILN_DISPATCH.findall(flow_phase(dumps / model))  # from main and from main$out, which inlines it
+    assert {entry for _, entry in dispatched} == {record["kernel"] for record in kernels}
     assert len(dispatched) < len(re.findall(r"\bflow\.dispatch @", flow_phase(dumps / model)))  # IREE's own too
     details = compiled.manifest.target_details
     assert details["gpu_arch"] == "sm_90a" and details["matmul_precision"] == "highest"

@@ -32,6 +32,7 @@ from kiln.measure.bundle import read_reference as read_bundle_reference
 from kiln.measure.results import Numerics, Timing
 from kiln.measure.timing import Settings, measure
 from kiln.runtime.executors import CALLS_TO_CHOOSE
+from kiln.runtime.numerics import computes_in_tf32
 
 STAGE = "tune"
 MEASURED_SCHEMA = "kiln-tune-measured/1"
@@ -120,7 +121,8 @@ def measure_candidate(
         checks = []
         for name, (inputs, expected) in reference.items():
             actual = module.functions[name](*inputs)
-            checks.append(check_numerics(actual if isinstance(actual, tuple) else (actual,), expected))
+            tf32 = computes_in_tf32(module.manifest.kernels)
+            checks.append(check_numerics(actual if isinstance(actual, tuple) else (actual,), expected, tf32))
         numerics = max(checks, key=lambda check: (not check.ok, check.rel_l2_error))
         if not numerics.ok:
             why = f"numerics: relative L2 error {numerics.rel_l2_error:.1e} > {numerics.tolerance:.0e}"
