@@ -34,6 +34,18 @@ FUSED_IN_IREE = (
 )
 
 
+def fused_attention_kept(program: ExportedProgram, dtypes: tuple[str, ...] | None) -> bool:
+    """Whether the program's attention may stay whole: every query's dtype is one of `dtypes` (None: any)."""
+    if dtypes is None:
+        return True
+    queries = [
+        node.args[0].meta["val"].dtype
+        for node in program.graph_module.graph.nodes
+        if node.target in FUSED_IN_IREE
+    ]
+    return all(str(dtype).removeprefix("torch.") in dtypes for dtype in queries)
+
+
 def decomposition_table(keep_fused: bool) -> dict[torch._ops.OperatorBase, Callable[..., object]]:
     table = {**get_decomposition_table(), **kiln_decompositions()}
     return {op: fn for op, fn in table.items() if not (keep_fused and op in FUSED_IN_IREE)}
@@ -44,10 +56,12 @@ def import_program(
     external_weights: bool,
     keep_fused: bool = False,
     prepare: Callable[[str, ExportedProgram], Any] = lambda name, program: None,
+    fused_dtypes: tuple[str, ...] | None = None,
 ) -> tuple[ir.Module, Parameters | None]:
     """Import each program as the function of its name into one module; weights are shared.
 
-    `keep_fused`: leave the ops in FUSED_IN_IREE whole, for IREE's torch input pipeline.
+    `keep_fused`: leave the ops in FUSED_IN_IREE whole, for IREE's torch input pipeline, where their
+    dtypes are among `fused_dtypes` (None: any; Target.fused_attention_dtypes).
     `prepare(name, program)` sees each program as it is imported, decomposed (functional).
     """
     context = ir.Context()
@@ -58,9 +72,10 @@ def import_program(
     for name, program in programs.items():
         try:
             real_ffts_as_matmuls(program)
-            if keep_fused:
+            fused = keep_fused and fused_attention_kept(program, fused_dtypes)
+            if fused:
                 attention_masks_at_full_batch(program)
-            decomposed = program.run_decompositions(decomposition_table(keep_fused))
+            decomposed = program.run_decompositions(decomposition_table(fused))
             prepare(name, decomposed)
             # The frozen import looks up every buffer in the state dict, but torch.export keeps
             # non-persistent buffers (e.g. BERT's position_ids) among the constants.

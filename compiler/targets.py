@@ -78,6 +78,9 @@ class Target:
     # The default hand-off point (HANDOFFS). llvm-cpu: linalg, as IREE's fused attention is far slower
     # there; vulkan-spirv: linalg, as IREE 3.13 cannot compile fused attention for SPIR-V; rocm: unmeasured.
     handoff: str = "linalg"
+    # At the torch hand-off: the query dtypes whose scaled_dot_product_attention stays whole for IREE's
+    # fused attention; attention of other dtypes is decomposed (matmuls and a softmax). None: every dtype.
+    fused_attention_dtypes: tuple[str, ...] | None = None
     # Dtypes the compiled functions take and return as another one, converted by the runtime at the
     # boundary and recorded in the manifest (`carried_as`). IREE demotes float64 to float32 unless told
     # otherwise; llvm-cpu keeps float64 (_cpu_flags), the GPU targets take IREE's default.
@@ -338,6 +341,10 @@ TARGETS: dict[str, Target] = {
         # Measured on an H200 over the benchmark suite (benchmarks/NOTES.md): bf16 cases 3x faster
         # (geomean; up to 33x where attention and bf16 matmuls stay whole), f32 cases 1.09x slower.
         handoff="torch",
+        # Measured on an H100 (sm_90a, benchmarks/NOTES.md): IREE's fused f32 attention is the slow
+        # part of the f32 transformer cases (GPT-2 block, batch 8 x 1024: 35.5 ms whole, 10.0 ms
+        # decomposed; encoder 34.8 -> 5.9 ms); decomposed bf16 attention is 30-50x slower than fused.
+        fused_attention_dtypes=("bfloat16", "float16"),
     ),
     "vulkan-spirv": Target(
         name="vulkan-spirv",
