@@ -226,7 +226,7 @@ def check_wrong_device(load: Loader, device: torch.device) -> None:
         raise AssertionError("a meta tensor was accepted")
     except KilnError as error:
         assert "input 'x' is on meta" in str(error), str(error)
-    other = torch.device("cpu") if device.type == "cuda" else (torch.device("cuda") if torch.cuda.is_available() else None)
+    other = torch.device("cpu") if device.type == "cuda" else (torch.device("cuda", 0) if torch.cuda.is_available() else None)
     if other is not None:  # results come back where the inputs were
         _same(module(x.to(other), y.to(other)), tuple(t.to(other) for t in expected), other)
         assert sum(module.copies.values()) == 3, f"copies: {module.copies}"  # two inputs in, one result out
