@@ -133,6 +133,15 @@ DATA_TILING = Lever(
     "data-tiling",
     (("--iree-opt-data-tiling",), ("--iree-opt-data-tiling=false", "--iree-global-opt-data-tiling")),
 )
+# IREE drops assertions from O1 up; kiln's are the run-time checks of inputs that would otherwise
+# read or write out of bounds (passes/check_index_inputs.py). Only where the module has some: kept
+# assertions make IREE 3.13's CUDA codegen fail on some depthwise convolutions (EfficientNet,
+# MobileViT, CoAtNet), and as a lever they are dropped, with a note, where iree-compile fails.
+KEEP_ASSERTIONS = Lever(
+    "assertions",
+    (("--iree-opt-strip-assertions=false",),),
+    needs=r"torch\.runtime\.assert|cf\.assert",
+)
 CHANNELS_LAST = Lever(
     "channels-last",
     (("--iree-preprocessing-pass-pipeline=builtin.module(util.func(iree-preprocessing-convert-conv-to-channels-last))",),),
@@ -323,7 +332,7 @@ TARGETS: dict[str, Target] = {
         flags=_cpu_flags,
         details=_cpu_details,
         carried_dtypes={},
-        levers=(DATA_TILING, CHANNELS_LAST),
+        levers=(KEEP_ASSERTIONS, DATA_TILING, CHANNELS_LAST),
         # A strided 1x1 convolution as a strided slice and a 1x1 convolution works around a CUDA
         # miscompile; on the CPU, IREE fuses the slice into the convolution as a strided read and
         # the dispatch runs 20-200x slower (ResNet-18's downsampling shortcuts: the whole f32 model
@@ -345,6 +354,7 @@ TARGETS: dict[str, Target] = {
         # part of the f32 transformer cases (GPT-2 block, batch 8 x 1024: 35.5 ms whole, 10.0 ms
         # decomposed; encoder 34.8 -> 5.9 ms); decomposed bf16 attention is 30-50x slower than fused.
         fused_attention_dtypes=("bfloat16", "float16"),
+        levers=(KEEP_ASSERTIONS,),
     ),
     "vulkan-spirv": Target(
         name="vulkan-spirv",
@@ -353,6 +363,7 @@ TARGETS: dict[str, Target] = {
         flags=_gpu_flags,
         details=_gpu_details,
         archs=VULKAN_ARCHS,
+        levers=(KEEP_ASSERTIONS,),
     ),
     "rocm": Target(
         name="rocm",
@@ -361,6 +372,7 @@ TARGETS: dict[str, Target] = {
         flags=_gpu_flags,
         details=_gpu_details,
         archs=ROCM_ARCHS,
+        levers=(KEEP_ASSERTIONS,),
     ),
 }
 
@@ -428,9 +440,6 @@ def resolve(options: CompileOptions) -> ResolvedTarget:
         *target.flags(options, arch),
         *input_type,
         f"--iree-opt-level={options.opt_level}",
-        # IREE drops assertions from O1 up; kiln's are the run-time checks of inputs that would
-        # otherwise read or write out of bounds (passes/check_index_inputs.py).
-        "--iree-opt-strip-assertions=false",
         *options.extra_iree_flags,
     )
     details = {**target.details(options, arch), "handoff": handoff}
