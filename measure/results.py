@@ -188,7 +188,7 @@ def report_markdown(report: Report) -> str:
     if tf32:
         gpu += f" (torch TF32: matmul {_on(tf32['matmul'])}, cuDNN convolutions {_on(tf32['cudnn'])})"
     lines = [
-        f"## {report.target} on {report.device}" + (f" ({machine['cores']} cores)" if report.device == "cpu" else ""),
+        f"## {report.target} on {report.device}" + (f" ({machine['cores']} cores)" if report.device == "cpu" and "cores" in machine else ""),
         "",
         f"- date: {report.created}",
         f"- machine: {machine.get('cpu')}, {machine.get('cores')} cores{gpu}; "
