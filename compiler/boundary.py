@@ -21,6 +21,7 @@ from torch_mlir import ir
 from kiln.errors import KilnError
 from kiln.runtime.tensors import to_host_array
 
+from .functions import functions_by_name
 from .signature import Plan
 from .weights import load_torch_conversion_dialect
 
@@ -110,10 +111,10 @@ def _rewrite_results(block: ir.Block, plan: Plan, function_name: str) -> list[ir
 
 
 def _function(module: ir.Module, name: str) -> ir.Operation:
-    for op in module.body.operations:
-        if op.operation.name == "func.func" and ir.StringAttr(op.operation.attributes["sym_name"]).value == name:
-            return op.operation
-    raise KilnError(f"the imported module has no function '{name}'", stage=STAGE)
+    function = functions_by_name(module).get(name)
+    if function is None:
+        raise KilnError(f"the imported module has no function '{name}'", stage=STAGE)
+    return function
 
 
 def _has_uses(value: ir.Value) -> bool:

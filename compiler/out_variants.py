@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from .functions import functions_by_name
+
 OUT_SUFFIX = "$out"
 
 
@@ -26,7 +28,7 @@ def add_out_variants(module: ir.Module, names: tuple[str, ...]) -> dict[str, str
     A function whose results are not all tensors (or that has none) gets no variant: the runtime
     then calls the function itself.
     """
-    functions = {_symbol(op): op for op in module.body.operations if op.operation.name == "func.func"}
+    functions = functions_by_name(module)
     variants: dict[str, str] = {}
     with module.context, ir.Location.unknown():
         for name in names:
@@ -97,7 +99,3 @@ def _signature(inputs: list[str], results: list[str]) -> str:
 
 def _quoted(symbol: str) -> str:
     return f'"{symbol}"'
-
-
-def _symbol(op: ir.OpView) -> str:
-    return ir.StringAttr(op.attributes["sym_name"]).value

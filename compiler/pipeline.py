@@ -438,9 +438,7 @@ def _backend(program: Program, context: StageContext) -> Compiled:
 
 
 def _details(resolved: ResolvedTarget, used: tuple[tuple[Lever, int], ...]) -> dict[str, str]:
-    """The target's details, and on a target with levers, those the artifact was compiled with."""
-    if not resolved.levers:
-        return resolved.details
+    """The target's details, and the levers the artifact was compiled with."""
     return {**resolved.details, "levers": ", ".join(lever.name for lever, _ in used) or "none"}
 
 

@@ -63,6 +63,16 @@ class GpuArchs:
 # scaled_dot_product_attention whole (one fused attention op) and using IREE's own lowerings.
 HANDOFFS = ("linalg", "torch")
 
+# IREE drops assertions from O1 up; kiln's are the run-time checks of inputs that would otherwise
+# read or write out of bounds (passes/check_index_inputs.py). Only where the module has some: kept
+# assertions make IREE 3.13's CUDA codegen fail on some depthwise convolutions (EfficientNet,
+# MobileViT, CoAtNet), and as a lever they are dropped, with a note, where iree-compile fails.
+KEEP_ASSERTIONS = Lever(
+    "assertions",
+    (("--iree-opt-strip-assertions=false",),),
+    needs=r"torch\.runtime\.assert|cf\.assert",
+)
+
 
 @dataclass(frozen=True)
 class Target:
@@ -85,8 +95,9 @@ class Target:
     # boundary and recorded in the manifest (`carried_as`). IREE demotes float64 to float32 unless told
     # otherwise; llvm-cpu keeps float64 (_cpu_flags), the GPU targets take IREE's default.
     carried_dtypes: dict[str, str] = field(default_factory=lambda: {"float64": "float32"})
-    # Defaults beyond IREE's own that the backend drops where IREE fails with them (levers.py).
-    levers: tuple[Lever, ...] = ()
+    # Defaults beyond IREE's own that the backend drops where IREE fails with them (levers.py);
+    # every target keeps kiln's run-time checks.
+    levers: tuple[Lever, ...] = (KEEP_ASSERTIONS,)
     # Passes of kiln's pipeline this target leaves out: workarounds for another target's backend
     # that cost this one (a user's own --print-after of one is then an unknown pass).
     passes_off: tuple[str, ...] = ()
@@ -132,15 +143,6 @@ def _cpu_flags(options: CompileOptions, arch: ArchChoice | None) -> list[str]:
 DATA_TILING = Lever(
     "data-tiling",
     (("--iree-opt-data-tiling",), ("--iree-opt-data-tiling=false", "--iree-global-opt-data-tiling")),
-)
-# IREE drops assertions from O1 up; kiln's are the run-time checks of inputs that would otherwise
-# read or write out of bounds (passes/check_index_inputs.py). Only where the module has some: kept
-# assertions make IREE 3.13's CUDA codegen fail on some depthwise convolutions (EfficientNet,
-# MobileViT, CoAtNet), and as a lever they are dropped, with a note, where iree-compile fails.
-KEEP_ASSERTIONS = Lever(
-    "assertions",
-    (("--iree-opt-strip-assertions=false",),),
-    needs=r"torch\.runtime\.assert|cf\.assert",
 )
 CHANNELS_LAST = Lever(
     "channels-last",
@@ -354,7 +356,6 @@ TARGETS: dict[str, Target] = {
         # part of the f32 transformer cases (GPT-2 block, batch 8 x 1024: 35.5 ms whole, 10.0 ms
         # decomposed; encoder 34.8 -> 5.9 ms); decomposed bf16 attention is 30-50x slower than fused.
         fused_attention_dtypes=("bfloat16", "float16"),
-        levers=(KEEP_ASSERTIONS,),
     ),
     "vulkan-spirv": Target(
         name="vulkan-spirv",
@@ -363,7 +364,6 @@ TARGETS: dict[str, Target] = {
         flags=_gpu_flags,
         details=_gpu_details,
         archs=VULKAN_ARCHS,
-        levers=(KEEP_ASSERTIONS,),
     ),
     "rocm": Target(
         name="rocm",
@@ -372,7 +372,6 @@ TARGETS: dict[str, Target] = {
         flags=_gpu_flags,
         details=_gpu_details,
         archs=ROCM_ARCHS,
-        levers=(KEEP_ASSERTIONS,),
     ),
 }
 

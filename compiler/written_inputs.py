@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from torch_mlir import ir
 
+from .functions import functions_by_name
+
 # Ops whose result is a view of (or the same buffer as) their first operand.
 _VIEWS = frozenset(
     {"tensor.cast", "tensor.expand_shape", "tensor.collapse_shape", "tensor.extract_slice", "tensor.reshape"}
@@ -34,15 +36,12 @@ _IN_PLACE_TORCH_OPS = (
 
 def overwritten_inputs(module: ir.Module, names: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     """For each public function in `names`: the indices of the arguments IREE may write into."""
-    found: dict[str, tuple[int, ...]] = {}
-    for op in module.body.operations:
-        operation = op.operation
-        if operation.name != "func.func" or "sym_name" not in operation.attributes:
-            continue
-        name = ir.StringAttr(operation.attributes["sym_name"]).value
-        if name in names and operation.regions[0].blocks:
-            found[name] = _written(operation.regions[0].blocks[0])
-    return found
+    functions = functions_by_name(module)
+    return {
+        name: _written(functions[name].regions[0].blocks[0])
+        for name in names
+        if name in functions and functions[name].regions[0].blocks
+    }
 
 
 def _written(body: ir.Block) -> tuple[int, ...]:

@@ -32,7 +32,7 @@ from kiln.errors import KilnError
 from kiln.runtime.numerics import compare_all
 
 from .families import FAMILIES, Family
-from .runner import COMPILES, FAILS, MISMATCH, PASS, RUNNABLE_TARGETS, Checker, Outcome
+from .runner import COMPILES, FAILS, MISMATCH, PASS, RUNNABLE_TARGETS, Checker, Outcome, StageTracker
 
 FAMILY_SECONDS = (300.0, 0.0)  # a worker's time for one family: export, import and iree-compile of a tiny model
 TARGET_ORDER = ("llvm-cpu", "cuda")
@@ -47,26 +47,19 @@ def check_families(names: Sequence[str], target: str, on_stage: Callable[[str], 
 
 
 def check_family(family: Family, target: str, on_stage: Callable[[str], None] = lambda stage: None) -> Outcome:
-    stage = ["build"]
-
-    def track(line: str) -> None:
-        match = re.search(r"\] (\S+) \.\.\.$", line)  # run_pipeline's "[3/7] prims ..."
-        if match:
-            stage[0] = match.group(1)
-            on_stage(stage[0])
-
+    tracker = StageTracker("build", on_stage)
     try:
         module, inputs = family.instantiate()
         with torch.no_grad():
             expected = module(*inputs)
         spec = spec_from_module(module, inputs)
         start = time.perf_counter()
-        compiled = run_pipeline(spec, CompileOptions(target=target), progress=track).compiled
+        compiled = run_pipeline(spec, CompileOptions(target=target), progress=tracker).compiled
         seconds = round(time.perf_counter() - start, 1)
     except KilnError as error:
-        return Outcome(FAILS, error.stage or stage[0], _first_line(error.message))
+        return Outcome(FAILS, error.stage or tracker.stage, _first_line(error.message))
     except Exception as error:  # an exception kiln let through: a kiln bug, recorded as such
-        return Outcome(FAILS, stage[0], f"internal error: {type(error).__name__}: {_first_line(str(error))}")
+        return Outcome(FAILS, tracker.stage, f"internal error: {type(error).__name__}: {_first_line(str(error))}")
     assert compiled is not None
     if target not in RUNNABLE_TARGETS:
         return Outcome(COMPILES, seconds=seconds)

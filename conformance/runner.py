@@ -431,22 +431,30 @@ def _short(value: Any) -> str:
     return repr(value) if len(repr(value)) < 40 else type(value).__name__
 
 
+class StageTracker:
+    """The stage a compile is in, read off run_pipeline's progress lines ("[3/7] prims ..."), each new
+    one reported to `on_stage`: where a failure that names no stage happened."""
+
+    def __init__(self, first: str, on_stage: Callable[[str], None]) -> None:
+        self.stage = first
+        self._on_stage = on_stage
+
+    def __call__(self, line: str) -> None:
+        match = re.search(r"\] (\S+) \.\.\.$", line)
+        if match:
+            self.stage = match.group(1)
+            self._on_stage(self.stage)
+
+
 def _compile(spec: ModelSpec, target: str, on_stage: Callable[[str], None]) -> tuple[Any, Outcome]:
     """The artifact, or None and the failure: the stage and the first line of kiln's error."""
-    stage = ["options"]
-
-    def track(line: str) -> None:
-        match = re.search(r"\] (\S+) \.\.\.$", line)  # run_pipeline's "[3/7] prims ..."
-        if match:
-            stage[0] = match.group(1)
-            on_stage(stage[0])
-
+    tracker = StageTracker("options", on_stage)
     try:
-        return run_pipeline(spec, CompileOptions(target=target), progress=track).compiled, Outcome(PASS)
+        return run_pipeline(spec, CompileOptions(target=target), progress=tracker).compiled, Outcome(PASS)
     except KilnError as error:
-        return None, Outcome(FAILS, error.stage or stage[0], error_line(error.message))
+        return None, Outcome(FAILS, error.stage or tracker.stage, error_line(error.message))
     except Exception as error:  # a failure kiln does not turn into a KilnError: say so, it is a kiln bug
-        return None, Outcome(FAILS, stage[0], f"internal error: {type(error).__name__}: {first_line(str(error))}")
+        return None, Outcome(FAILS, tracker.stage, f"internal error: {type(error).__name__}: {first_line(str(error))}")
 
 
 # Where in the source an error points: " at /path/file.py:12", "/path/file.py:12:0: ", "<unknown>:0: " or

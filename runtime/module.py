@@ -128,7 +128,6 @@ class Function:
         self._executor = executor
         self._boundary = boundary
         self._plans: dict[Hashable, Plan] = {}
-        self._names = tuple(tensor.name for tensor in spec.inputs)
 
     def __call__(self, *args: Any, as_numpy: bool = False) -> Any:
         """Call as forward is called: its arguments in, its result out (convention.py)."""
@@ -145,11 +144,8 @@ class Function:
         count = len(call_plan.result_dtypes)
         storage = self._out_function is not None and call_plan.result_shapes is not None
         arguments = rt.VmVariantList(len(args) + count if storage else len(args))
-        tensors = []
-        written = self.spec.overwritten
-        for index, (value, spec) in enumerate(zip(args, self.spec.inputs, strict=True)):
-            tensor, view = boundary.enter(convention.to_carried(value, spec), spec.name, index in written)
-            tensors.append(tensor)
+        tensors, views = self._enter(args)
+        for view in views:
             arguments.push_ref(view)
         outputs = []
         if storage:
@@ -181,12 +177,8 @@ class Function:
         """`values` checked and imported once (as a call would), for `call_on_device`."""
         signature = signature_of(values)
         self._plans.get(signature) or self._plan(values, signature)
-        written = self.spec.overwritten  # copied once here: timing calls never write into the caller's tensors
-        views = tuple(
-            self._boundary.enter(value, name, index in written)[1]
-            for index, (value, name) in enumerate(zip(values, self._names, strict=True))
-        )
-        return Uploaded(views, ("uploaded", signature))
+        _, views = self._enter(values)  # inputs IREE writes into are copied once here, not per timed call
+        return Uploaded(tuple(views), ("uploaded", signature))
 
     def call_on_device(self, uploaded: Uploaded) -> rt.VmVariantList:
         """Call with inputs already imported; IREE allocates the results and they stay there.
@@ -200,6 +192,17 @@ class Function:
         results = rt.VmVariantList(len(self.spec.returns))
         self._executor.invoke((self.spec.name, uploaded.signature), self._function, arguments, results)
         return results
+
+    def _enter(self, values: tuple[Value, ...]) -> tuple[list[torch.Tensor], list[rt.HalBufferView]]:
+        """The inputs handed to IREE (in the dtype each is carried as; a copy of those the artifact
+        writes into), and IREE's views of them."""
+        tensors, views = [], []
+        written = self.spec.overwritten
+        for index, (value, spec) in enumerate(zip(values, self.spec.inputs, strict=True)):
+            tensor, view = self._boundary.enter(convention.to_carried(value, spec), spec.name, index in written)
+            tensors.append(tensor)
+            views.append(view)
+        return tensors, views
 
     def _plan(self, args: tuple[Value, ...], signature: Hashable) -> Plan:
         call_plan = plan(self.spec, args)

@@ -118,10 +118,10 @@ def measure_candidate(
         return result
     try:
         module = open_entry(folder, candidate, device)
+        tf32 = computes_in_tf32(module.manifest.kernels)
         checks = []
         for name, (inputs, expected) in reference.items():
             actual = module.functions[name](*inputs)
-            tf32 = computes_in_tf32(module.manifest.kernels)
             checks.append(check_numerics(actual if isinstance(actual, tuple) else (actual,), expected, tf32))
         numerics = max(checks, key=lambda check: (not check.ok, check.rel_l2_error))
         if not numerics.ok:
