@@ -19,6 +19,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 
 from kiln.errors import KilnError
+from kiln.passes.outline_contractions import attention_outlined
 
 from .decompositions import attention_masks_at_full_batch, kiln_decompositions, real_ffts_as_matmuls
 from .weights import Parameters, WeightHooks
@@ -34,16 +35,36 @@ FUSED_IN_IREE = (
 )
 
 
-def fused_attention_kept(program: ExportedProgram, dtypes: tuple[str, ...] | None) -> bool:
-    """Whether the program's attention may stay whole: every query's dtype is one of `dtypes` (None: any)."""
+def fused_attention_kept(program: ExportedProgram, dtypes: tuple[str, ...] | None, kernels: bool = False) -> bool:
+    """Whether the program's attention may stay whole: every query's dtype is one of `dtypes` (None: any),
+    or, with `kernels` (kiln's GPU kernels apply), kiln's attention kernel takes it in any dtype."""
     if dtypes is None:
         return True
-    queries = [
-        node.args[0].meta["val"].dtype
-        for node in program.graph_module.graph.nodes
-        if node.target in FUSED_IN_IREE
-    ]
-    return all(str(dtype).removeprefix("torch.") in dtypes for dtype in queries)
+    attention = [node for node in program.graph_module.graph.nodes if node.target in FUSED_IN_IREE]
+    return all(
+        str(node.args[0].meta["val"].dtype).removeprefix("torch.") in dtypes or (kernels and _kernel_attention(node))
+        for node in attention
+    )
+
+
+_MLIR_DTYPES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
+
+
+def _kernel_attention(node: torch.fx.Node) -> bool:
+    """Whether outline-contractions will give this attention node to kiln's kernel."""
+    if node.target != torch.ops.aten.scaled_dot_product_attention.default:
+        return False
+
+    def argument(index: int, name: str, default: object) -> object:
+        return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
+
+    q, k, v = (node.args[index].meta["val"] for index in range(3))
+    shapes = [tuple(tensor.shape) for tensor in (q, k, v)]
+    if not all(isinstance(size, int) for shape in shapes for size in shape):
+        return False  # dynamic: the kernel takes static shapes
+    plain = argument(3, "attn_mask", None) is None and argument(4, "dropout_p", 0.0) == 0 and not node.kwargs.get("enable_gqa", False)
+    same_dtype = q.dtype == k.dtype == v.dtype
+    return same_dtype and attention_outlined(*shapes, _MLIR_DTYPES.get(q.dtype, ""), plain)
 
 
 def decomposition_table(keep_fused: bool) -> dict[torch._ops.OperatorBase, Callable[..., object]]:
@@ -57,11 +78,13 @@ def import_program(
     keep_fused: bool = False,
     prepare: Callable[[str, ExportedProgram], Any] = lambda name, program: None,
     fused_dtypes: tuple[str, ...] | None = None,
+    kernels: bool = False,
 ) -> tuple[ir.Module, Parameters | None]:
     """Import each program as the function of its name into one module; weights are shared.
 
     `keep_fused`: leave the ops in FUSED_IN_IREE whole, for IREE's torch input pipeline, where their
-    dtypes are among `fused_dtypes` (None: any; Target.fused_attention_dtypes).
+    dtypes are among `fused_dtypes` (None: any; Target.fused_attention_dtypes) or, with `kernels`
+    (kiln's GPU kernels apply), where kiln's attention kernel takes them.
     `prepare(name, program)` sees each program as it is imported, decomposed (functional).
     """
     context = ir.Context()
@@ -72,7 +95,7 @@ def import_program(
     for name, program in programs.items():
         try:
             real_ffts_as_matmuls(program)
-            fused = keep_fused and fused_attention_kept(program, fused_dtypes)
+            fused = keep_fused and fused_attention_kept(program, fused_dtypes, kernels)
             if fused:
                 attention_masks_at_full_batch(program)
             decomposed = program.run_decompositions(decomposition_table(fused))

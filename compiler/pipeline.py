@@ -291,6 +291,7 @@ def _import(exported: Exported, context: StageContext) -> Program:
         resolved.external_weights(context.spec.weight_bytes) or (checkpoint is not None and resolved.params != "inline"),
         keep_fused=resolved.handoff == "torch",
         fused_dtypes=resolved.target.fused_attention_dtypes,
+        kernels=resolved.kernels,
         prepare=lambda name, program: plans.setdefault(name, plan_convention(program, state, programs[name])),
     )
     if parameters is not None and checkpoint is not None:

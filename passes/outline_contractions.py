@@ -1,4 +1,4 @@
-"""outline-contractions: each matmul and convolution kiln has a GPU kernel for moves into a function of its own.
+"""outline-contractions: each matmul, convolution and attention kiln has a GPU kernel for moves into a function of its own.
 
 For CUDA on Hopper (sm_90a) at the torch hand-off, kiln computes matmuls and convolutions with its
 own kernels (compiler/kernels/). This pass marks where: each eligible contraction becomes a
@@ -17,6 +17,12 @@ Eligible, with static shapes:
   of nn.MultiheadAttention on batch-first inputs) is first rewritten as the one matmul it is:
   `view(mm(view(A, [b*m, k]), B), [b, m, n])`.
 - `aten.convolution` in 2-D, not transposed, groups 1 (a depthwise convolution is not a GEMM).
+- `aten.scaled_dot_product_attention` without a mask tensor, dropout or grouped heads, causal or not,
+  of 4-D f32, bf16 or f16 operands whose head dimension the kernel takes (HEAD_DIMS). Where Q, K and V
+  are all `permute(x, [0, 2, 1, 3])` (heads moved forward from [batch, seq, heads, dim]), the function
+  takes the x and the kernel reads them through strides (layout "bshd"); likewise a result whose only
+  use is that permute is returned permuted (out_layout "bshd"): no transposes are materialized.
+  The compiler keeps such attention whole at import for this (compiler/importer.py), in f32 too.
 
 The module says whether kernels apply: `kiln.target` "cuda", `kiln.gpu_arch` sm_90a (the PTX is
 sm_90a code), `kiln.handoff` "torch", `kiln.kernels` "on"; `kiln.matmul_precision` and
@@ -40,6 +46,26 @@ KERNEL_DTYPES = ("f32", "bf16", "f16")
 F32_PRECISION = {"highest": "tf32x3", "high": "tf32", "medium": "tf32"}  # PyTorch's name -> the kernels'
 # aten.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 BIAS, STRIDE, PADDING, DILATION, TRANSPOSED, GROUPS = 2, 3, 4, 5, 6, 8
+# aten.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+MASK, DROPOUT, CAUSAL, SCALE, GQA = 3, 4, 5, 6, 7
+HEAD_DIMS = (16, 32, 64, 128)  # the attention kernel holds whole head rows: powers of two up to 128
+HEADS_FORWARD = [0, 2, 1, 3]  # [batch, seq, heads, dim] <-> [batch, heads, seq, dim]
+
+
+def attention_outlined(query: tuple[int, ...], key: tuple[int, ...], value: tuple[int, ...], dtype: str, plain: bool) -> bool:
+    """Whether this pass takes a scaled_dot_product_attention with these (static) operand shapes and dtype
+    (MLIR's spelling); `plain`: no mask tensor, no dropout, no grouped heads. The importer asks it too,
+    to keep such attention whole where the kernel computes it."""
+    return (
+        plain
+        and dtype in KERNEL_DTYPES
+        and len(query) == 4
+        and len(key) == 4
+        and tuple(value) == tuple(key)
+        and tuple(query[:2]) == tuple(key[:2])
+        and query[3] == key[3]
+        and query[3] in HEAD_DIMS
+    )
 
 
 def run(module: ir.Operation, pass_run: PassRun) -> None:
@@ -50,7 +76,7 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
     for function in [op for op in _body(module) if op.name == "func.func" and ATTRIBUTE not in op.attributes]:
         for op in _ops(function, ("torch.aten.bmm",)):
             _bmm_as_mm(op)
-        for op in _ops(function, ("torch.aten.mm", "torch.aten.convolution")):
+        for op in _ops(function, ("torch.aten.mm", "torch.aten.convolution", "torch.aten.scaled_dot_product_attention")):
             outliner.outline(op)
 
 
@@ -83,18 +109,29 @@ class _Outliner:
         self.taken = {op.attributes["sym_name"].value for op in _body(module) if "sym_name" in op.attributes}
 
     def outline(self, op: ir.Operation) -> None:
-        match = _match_mm(op, self.matmul_precision) if op.name == "torch.aten.mm" else _match_conv(op, self.conv_precision)
+        if op.name == "torch.aten.mm":
+            match = _match_mm(op, self.matmul_precision)
+        elif op.name == "torch.aten.convolution":
+            match = _match_conv(op, self.conv_precision)
+        else:
+            match = _match_attention(op, self.matmul_precision)
         if match is None:
             return
         description, operands, build_body = match
-        result_type = op.results[0].type
+        replaced = op
+        if description.get("out_layout") == "bshd":  # the function returns what the permute made
+            (use,) = list(op.results[0].uses)
+            replaced = use.owner.operation
+        result_type = replaced.results[0].type
         key = json.dumps([description, [str(value.type) for value in operands], str(result_type)], sort_keys=True)
         if key not in self.functions:
             self.functions[key] = self._function(description, operands, result_type, build_body)
         with op.location, ir.InsertionPoint(op):
             callee = ir.FlatSymbolRefAttr.get(self.functions[key])
             call = ir.Operation.create("func.call", results=[result_type], operands=operands, attributes={"callee": callee})
-        op.results[0].replace_all_uses_with(call.results[0])
+        replaced.results[0].replace_all_uses_with(call.results[0])
+        if replaced is not op:
+            replaced.erase()
         _erase_with_unused_producers(op)
 
     def _function(self, description: dict[str, Any], operands: list[ir.Value], result_type: ir.Type, build_body: Any) -> str:
@@ -142,6 +179,12 @@ class _Builder:
             attribute = ir.BoolAttr.get(value)
             self._constants["bool", value] = self.op("torch.constant.bool", [], ir.Type.parse("!torch.bool"), {"value": attribute})
         return self._constants["bool", value]
+
+    def float_(self, value: float) -> ir.Value:
+        if ("float", value) not in self._constants:
+            attribute = ir.FloatAttr.get(ir.F64Type.get(), value)
+            self._constants["float", value] = self.op("torch.constant.float", [], ir.Type.parse("!torch.float"), {"value": attribute})
+        return self._constants["float", value]
 
     def none(self) -> ir.Value:
         if ("none", None) not in self._constants:
@@ -246,6 +289,51 @@ def _match_conv(op: ir.Operation, precision: str) -> Match | None:
     return description, [x, w, *([bias] if has_bias else [])], body
 
 
+def _match_attention(op: ir.Operation, precision: str) -> Match | None:
+    q, k, v = (_static(op.operands[index]) for index in range(3))
+    causal = _bool(op.operands[CAUSAL])
+    scale = op.operands[SCALE]
+    dropout = number(op.operands[DROPOUT])
+    gqa = _bool(op.operands[GQA]) if len(op.operands) > GQA else False
+    masked = not str(op.operands[MASK].type).startswith("!torch.none")
+    if q is None or k is None or v is None or causal is None or (number(scale) is None and not _is_none(scale)):
+        return None
+    if not attention_outlined(q.shape, k.shape, v.shape, q.dtype, not masked and dropout == 0 and gqa is False):
+        return None
+    if k.dtype != q.dtype or v.dtype != q.dtype:
+        return None
+    batch, heads, seq_q, head_dim = q.shape
+    permutes = [producer(op.operands[index], "torch.aten.permute") for index in range(3)]
+    peeled = all(permute is not None and _ints(permute.operands[1]) == HEADS_FORWARD for permute in permutes)
+    operands = [permute.operands[0] for permute in permutes] if peeled else list(op.operands[:3])  # type: ignore[union-attr]
+    uses = list(op.results[0].uses)
+    user = uses[0].owner.operation if len(uses) == 1 else None
+    out_peeled = user is not None and user.name == "torch.aten.permute" and _ints(user.operands[1]) == HEADS_FORWARD
+    description = {
+        "kind": "attention",
+        **dict(batch=batch, heads=heads, seq_q=seq_q, seq_k=k.shape[2], head_dim=head_dim),
+        "dtype": q.dtype,
+        "causal": causal,
+        "scale": float(number(scale) if number(scale) is not None else head_dim**-0.5),
+        "precision": precision if q.dtype == "f32" else "",
+        "layout": "bshd" if peeled else "bhsd",
+        "out_layout": "bshd" if out_peeled else "bhsd",
+    }
+    result_type = op.results[0].type
+
+    def body(build: _Builder, args: list[ir.Value]) -> ir.Value:
+        qkv = [build.permute(arg, HEADS_FORWARD) for arg in args] if peeled else args
+        operands = [*qkv, build.none(), build.float_(0.0), build.bool_(causal), build.float_(description["scale"]), build.bool_(False)]
+        result = build.op("torch.aten.scaled_dot_product_attention", operands, result_type)
+        return build.permute(result, HEADS_FORWARD) if out_peeled else result
+
+    return description, operands, body
+
+
+def _is_none(value: ir.Value) -> bool:
+    return str(value.type).startswith("!torch.none")
+
+
 def _bmm_as_mm(op: ir.Operation) -> None:
     """`bmm(A[b,m,k], broadcast_to(B[k,n], [b,k,n]))` -> `view(mm(view(A, [b*m, k]), B), [b, m, n])`."""
     broadcast = producer(op.operands[1], "torch.aten.broadcast_to", "torch.aten.expand")
@@ -339,11 +427,13 @@ def _fresh(stem: str, taken: set[str]) -> str:
 
 
 def _attribute(description: dict[str, Any]) -> ir.Attribute:
-    """The description as an MLIR dictionary: ints as i64, lists of ints as arrays, strings, bools."""
+    """The description as an MLIR dictionary: ints as i64, floats as f64, lists of ints as arrays, strings, bools."""
 
     def one(value: Any) -> ir.Attribute:
         if isinstance(value, bool):
             return ir.BoolAttr.get(value)
+        if isinstance(value, float):
+            return ir.FloatAttr.get(ir.F64Type.get(), value)
         if isinstance(value, int):
             return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
         if isinstance(value, list):
@@ -357,7 +447,7 @@ def _attribute(description: dict[str, Any]) -> ir.Attribute:
 # (MLIR does not see torch ops as trivially dead).
 ERASABLE = (
     "torch.aten.permute", "torch.aten.to.dtype", "torch.aten.broadcast_to", "torch.aten.expand", "torch.aten.view",
-    "torch.prim.ListConstruct", "torch.constant.int", "torch.constant.bool", "torch.constant.none",
+    "torch.prim.ListConstruct", "torch.constant.int", "torch.constant.float", "torch.constant.bool", "torch.constant.none",
 )  # fmt: skip
 
 
@@ -377,7 +467,7 @@ def _erase_with_unused_producers(op: ir.Operation) -> None:
 
 PASS = Pass(
     name="outline-contractions",
-    summary="matmuls and convolutions kiln has GPU kernels for -> calls of outlined functions (cuda, sm_90a)",
+    summary="matmuls, convolutions and attention kiln has GPU kernels for -> calls of outlined functions (cuda, sm_90a)",
     level="torch",
     run=run,
 )

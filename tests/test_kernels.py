@@ -32,7 +32,7 @@ import kiln
 from kiln.compiler import Compiled, CompileOptions, ModelSpec, run_pipeline, spec_from_module
 from kiln.compiler.kernels import build, cache
 from kiln.compiler.kernels.build import Kernel, Unsupported, compile_kernel
-from kiln.compiler.kernels.contraction import Contraction, Conv2d, Matmul
+from kiln.compiler.kernels.contraction import Attention, Contraction, Conv2d, Matmul
 from kiln.compiler.kernels.substitute import plan
 from kiln.compiler.kernels.tiles import Tiles, choose
 from kiln.measure.thin import model_tensors, thicken, thin
@@ -41,6 +41,7 @@ from kiln.runtime.numerics import compare
 
 MODELS = ROOT / "benchmarks" / "models"
 CONTRACTIONS = ROOT / "tests" / "kernel_models" / "contractions.py"
+ATTENTION = ROOT / "tests" / "kernel_models" / "attention.py"
 KILN_DISPATCH = re.compile(r"flow\.dispatch @(kiln_\w+)_exe::@(kiln_\w+)")
 
 
@@ -78,15 +79,18 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (Matmul(512, 256, 128, "bf16", "f32", "nk"), Tiles(128, 128, 64, 8, 3), "wgmma.mma_async"),
         (Matmul(8, 64, 256, "f32", "f32", "nk", "tf32x3"), Tiles(16, 32, 128, 4, 4), "mma.sync"),
         (Conv2d(1, 32, 14, 14, 64, 3, 3, (1, 1), (1, 1), (1, 1), "bf16", "bf16", layout="nhwc"), Tiles(64, 64, 32, 4, 4), "wgmma"),
+        (Attention(8, 12, 1024, 1024, 64, "bf16", True, 0.125, "", "bshd", "bshd"), Tiles(128, 64, 64, 4, 3), "wgmma"),
+        (Attention(2, 4, 50, 40, 32, "f32", False, 0.3, "tf32x3"), Tiles(64, 32, 32, 4, 2), "ex2.approx"),
     ],
-    ids=["bf16-matmul", "f32-gemv", "bf16-conv"],
+    ids=["bf16-matmul", "f32-gemv", "bf16-conv", "bf16-attention", "f32-attention"],
 )
 def test_triton_compiles_sm90a_ptx_with_iree_calling_convention(contraction, tiles, instruction):
     kernel = compile_kernel(contraction, tiles)
     assert ".version 9.0" in kernel.ptx and ".target sm_90a" in kernel.ptx  # PTX 9.0: CUDA 13.0 drivers take it
     (entry,) = re.findall(r"\.visible \.entry (\w+)\(([^)]*)\)", kernel.ptx)
     assert entry[0] == kernel.entry
-    assert len([param for param in entry[1].split(",") if ".u64" in param]) == 3  # a, b, result: no scratch
+    pointers = len(contraction.operand_shapes()) + 1  # the operands and the result: no scratch
+    assert len([param for param in entry[1].split(",") if ".u64" in param]) == pointers
     assert instruction in kernel.ptx
     assert kernel.shared_bytes > 0 and kernel.num_warps == tiles.num_warps
 
@@ -107,6 +111,10 @@ def test_unchecked_or_oversized_contractions_are_unsupported():
         build.check(Conv2d(1, 32, 8, 8, 32, 3, 3, (1, 1), (1, 1), (1, 1), "f32", "f32", "tf32x3"))
     with pytest.raises(Unsupported, match="offsets are 32-bit"):
         build.check(Matmul(65536, 65536, 64, "bf16", "bf16", "nk"))
+    with pytest.raises(Unsupported, match="head dimension 80: the attention kernel takes 16, 32, 64, 128"):
+        build.check(Attention(1, 12, 197, 197, 80, "bf16", False, 80**-0.5))
+    with pytest.raises(Unsupported, match="f16 attention kernels have not been checked"):
+        build.check(Attention(1, 12, 197, 197, 64, "f16", False, 0.125))
 
 
 def test_tiles_come_from_the_h100_run_where_measured():
@@ -228,6 +236,36 @@ def test_no_triton_falls_back_to_iree_with_a_note(tmp_path, monkeypatch):
     _falls_back(tmp_path, compiled, notes, "Triton is not installed (pip install 'torchkiln[kernels]')")
 
 
+@pytest.mark.parametrize("case", ["kernels", "kernels-off", "no-triton"])
+def test_hopper_attention_goes_to_kilns_kernel_in_f32_too(case, tmp_path, monkeypatch):
+    """On Hopper, attention kiln's kernel takes stays whole at import in f32 too (elsewhere f32 attention
+    is decomposed: IREE's fused f32 attention is slow) and gets the kernel; without kernels it is
+    decomposed as before; without Triton IREE's fused attention computes it, with a note."""
+    monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path / "cache"))
+    if case == "no-triton":
+        monkeypatch.setattr(build, "triton_version", lambda: None)
+    options = CompileOptions(target="cuda", gpu_arch="sm_90", kernels="off" if case == "kernels-off" else "on", dump_dir=tmp_path)
+    notes: list[str] = []
+    compiled = run_pipeline(model_spec(ATTENTION), options, say=notes.append).compiled
+    assert compiled is not None
+    aten = next(tmp_path.glob("*-aten.mlir")).read_text()
+    assert aten.count("torch.aten.scaled_dot_product_attention") == (0 if case == "kernels-off" else 2)
+    attention = [record for record in compiled.manifest.kernels if record["contraction"].startswith("attn")]
+    dispatched = {entry for _, entry in KILN_DISPATCH.findall(flow_phase(tmp_path))}
+    (dispatch_creation,) = tmp_path.glob("*-vmfb-05-dispatch-creation.mlir")
+    if case == "kernels":
+        assert [(r["code"], r["layout"], r["precision"]) for r in attention] == [("kiln", "bshd", "tf32x3"), ("kiln", "bhsd", "tf32x3")]
+        assert {record["kernel"] for record in attention} <= dispatched
+        assert "iree_linalg_ext.attention" not in dispatch_creation.read_text()
+    elif case == "kernels-off":
+        assert attention == [] and not dispatched
+        assert "iree_linalg_ext.attention" not in dispatch_creation.read_text()
+    else:
+        assert [record["code"] for record in attention] == ["iree", "iree"] and not dispatched
+        assert "iree_linalg_ext.attention" in dispatch_creation.read_text()
+        assert any("attn2x4x50x50x32-f32-tf32x3-causal" in note and "Triton is not installed" in note for note in notes)
+
+
 @pytest.mark.parametrize(
     "options",
     [dict(gpu_arch="sm_80"), dict(gpu_arch="sm_90", kernels="off"), dict(gpu_arch="sm_90", handoff="linalg")],
@@ -313,6 +351,47 @@ def _reference(kernel: Kernel, name: str) -> str:
     return "\n".join([*lines, "  }", ""])
 
 
+def _attention_reference(kernel: Kernel, name: str) -> str:
+    """`func.func private @name` computing the kernel's attention with PyTorch's op (which IREE lowers
+    on the CPU), from and to the layouts the kernel reads and writes."""
+    c = kernel.contraction
+    assert isinstance(c, Attention)
+    shapes = c.operand_shapes()
+    vtensor = lambda shape: f"!torch.vtensor<[{','.join(map(str, shape))}],{c.dtype}>"  # noqa: E731
+    heads_forward = lambda shape: (shape[0], shape[2], shape[1], shape[3])  # noqa: E731
+    lines = [f"  func.func private @{name}(%q: {_tensor(shapes[0], c.dtype)}, %k: {_tensor(shapes[1], c.dtype)}, %v: {_tensor(shapes[2], c.dtype)}) -> {_tensor(c.result_shape(), c.dtype)} {{"]
+    lines += [f"    %i{i} = torch.constant.int {i}" for i in range(4)]
+    lines.append("    %order = torch.prim.ListConstruct %i0, %i2, %i1, %i3 : (!torch.int, !torch.int, !torch.int, !torch.int) -> !torch.list<int>")
+    operands = []
+    for name_, shape in zip("qkv", shapes, strict=True):
+        lines.append(f"    %{name_}0 = torch_c.from_builtin_tensor %{name_} : {_tensor(shape, c.dtype)} -> {vtensor(shape)}")
+        if c.layout == "bshd":
+            lines.append(f"    %{name_}1 = torch.aten.permute %{name_}0, %order : {vtensor(shape)}, !torch.list<int> -> {vtensor(heads_forward(shape))}")
+        operands.append(f"%{name_}1" if c.layout == "bshd" else f"%{name_}0")
+    bhsd = (c.batch, c.heads, c.seq_q, c.head_dim)
+    types = ", ".join(vtensor(heads_forward(shape) if c.layout == "bshd" else shape) for shape in shapes)
+    lines += [
+        "    %none = torch.constant.none",
+        "    %zero = torch.constant.float 0.0",
+        f"    %scale = torch.constant.float {c.scale!r}",
+        f"    %causal = torch.constant.bool {'true' if c.causal else 'false'}",
+        "    %false = torch.constant.bool false",
+        f"    %a = torch.aten.scaled_dot_product_attention {', '.join(operands)}, %none, %zero, %causal, %scale, %false : "
+        f"{types}, !torch.none, !torch.float, !torch.bool, !torch.float, !torch.bool -> {vtensor(bhsd)}",
+    ]
+    result = "%a"
+    if c.out_layout == "bshd":
+        lines.append(f"    %y = torch.aten.permute %a, %order : {vtensor(bhsd)}, !torch.list<int> -> {vtensor(c.result_shape())}")
+        result = "%y"
+    lines += [
+        f"    %r = torch_c.to_builtin_tensor {result} : {vtensor(c.result_shape())} -> {_tensor(c.result_shape(), c.dtype)}",
+        f"    return %r : {_tensor(c.result_shape(), c.dtype)}",
+        "  }",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def _with_reference_kernels(text: str, kernels: tuple[Kernel, ...]) -> str:
     """`text` (kernels spliced in) with each kernel's executable replaced by a linalg reference function
     and its dispatch by a call of that function."""
@@ -320,7 +399,8 @@ def _with_reference_kernels(text: str, kernels: tuple[Kernel, ...]) -> str:
         executable = re.search(rf"^  hal\.executable\.source private @(\w+) .*?^\s+hal\.executable\.export public @{kernel.entry} .*?^  \}}\n", text, re.DOTALL | re.MULTILINE)
         assert executable is not None, kernel.entry
         name = executable.group(1)
-        text = text[: executable.start()] + _reference(kernel, f"{name}_ref") + text[executable.end() :]
+        reference = _attention_reference if isinstance(kernel.contraction, Attention) else _reference
+        text = text[: executable.start()] + reference(kernel, f"{name}_ref") + text[executable.end() :]
         text = text.replace(f"flow.dispatch @{name}::@{kernel.entry}(", f"func.call @{name}_ref(")
     return text
 
@@ -341,11 +421,19 @@ def _run_on_cpu(text: str, compiled: Compiled, inputs: tuple[torch.Tensor, ...],
     return as_tuple(LoadedModule((tmp_path / "wired.vmfb").read_bytes(), manifest)(*inputs))
 
 
+# model file -> the kernels of its compile, by kind and layout
+WIRED = {
+    CONTRACTIONS: {("Conv2d", "nchw"): 1, ("Conv2d", "nhwc"): 3, ("Matmul", "nk"): 3},
+    ATTENTION: {("Matmul", "nk"): 1, ("Attention", "bshd"): 1, ("Attention", "bhsd"): 1},
+}
+
+
+@pytest.mark.parametrize("model", WIRED, ids=lambda path: path.stem)
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
-def test_kernel_wiring_matches_eager_on_the_cpu(dtype, tmp_path):
-    """Every contraction of tests/models/contractions.py goes to a (reference) kernel; the model computes
-    what eager PyTorch does."""
-    spec = model_spec(CONTRACTIONS, dtype)
+def test_kernel_wiring_matches_eager_on_the_cpu(model, dtype, tmp_path):
+    """Every contraction of tests/kernel_models/contractions.py and every attention of attention.py goes
+    to a (reference) kernel; the model computes what eager PyTorch does."""
+    spec = model_spec(model, dtype)
     dump_dir = tmp_path / "hopper"
     compiled = run_pipeline(spec, CompileOptions(target="cuda", gpu_arch="sm_90", dump_dir=dump_dir)).compiled
     assert compiled is not None
@@ -356,8 +444,12 @@ def test_kernel_wiring_matches_eager_on_the_cpu(dtype, tmp_path):
         return choice if choice.tiles is not None else replace(choice, tiles=Tiles(16, 16, 16), layout="nk")
 
     substitution = plan(module, chooser=every_contraction, make=_fake_kernel)
-    layouts = {kernel.contraction.layout for kernel in substitution.kernels if isinstance(kernel.contraction, Conv2d)}
-    assert len(substitution.kernels) == 7 and layouts == {"nchw", "nhwc"}  # 4 convolutions, 3 matmuls
+    kinds: dict[tuple[str, str], int] = {}
+    for kernel in substitution.kernels:
+        c = kernel.contraction
+        key = (type(c).__name__, c.b_layout if isinstance(c, Matmul) else c.layout)
+        kinds[key] = kinds.get(key, 0) + 1
+    assert kinds == WIRED[model]
     text = _with_reference_kernels(substitution.splice(str(module)), substitution.kernels)
     got = _run_on_cpu(text, compiled, spec.entries[0].example_inputs, tmp_path)
     with torch.no_grad():
@@ -387,9 +479,11 @@ def _matches_eager_on_the_gpu(spec: ModelSpec, gpu_arch: str | None, tmp_path: P
 @gpu
 @pytest.mark.parametrize("gpu_arch", [None, "sm_80"], ids=["local-gpu", "sm_80"])
 @pytest.mark.parametrize("dtype", ["f32", "bf16"])
-def test_contractions_match_eager_on_the_gpu(dtype, gpu_arch, tmp_path):
-    """Every kind of contraction: kiln's kernels on Hopper, IREE's code (and the 1x1 workaround) on sm_80."""
-    _matches_eager_on_the_gpu(model_spec(CONTRACTIONS, dtype), gpu_arch, tmp_path)
+@pytest.mark.parametrize("model", WIRED, ids=lambda path: path.stem)
+def test_contractions_match_eager_on_the_gpu(model, dtype, gpu_arch, tmp_path):
+    """Every kind of contraction and attention: kiln's kernels on Hopper, IREE's code (and the 1x1
+    workaround) on sm_80."""
+    _matches_eager_on_the_gpu(model_spec(model, dtype), gpu_arch, tmp_path)
 
 
 @pytest.mark.gpu

@@ -1,7 +1,7 @@
 """kiln's own GPU contraction kernels: Triton sources compiled here, with no GPU, to sm_90a PTX that
 IREE launches as external executables.
 
-The pass outline-contractions moves each eligible matmul and convolution of a cuda/sm_90a compile into
+The pass outline-contractions moves each eligible matmul, convolution and attention of a cuda/sm_90a compile into
 a private function described by a `kiln.contraction` attribute. The backend stage then asks
 `substitute.plan` what computes each one: a kernel (tiles.py picks its configuration, measured on an
 H100 where the shape was, build.py compiles it with Triton through cache.py, embed.py writes it as an

@@ -15,7 +15,9 @@ import math
 import re
 from dataclasses import dataclass
 
-from .contraction import Contraction, Conv2d, Matmul
+from kiln.passes.outline_contractions import HEAD_DIMS  # the head dimensions the attention kernel takes
+
+from .contraction import Attention, Contraction, Conv2d, Matmul
 from .tiles import Tiles
 
 TRITON_VERSION = "3.9.0"  # the version the ABI trim below was written against and the GPU run used
@@ -27,6 +29,7 @@ _TRITON_TYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
 CHECKED = {
     ("mm", "f32", "tf32x3"), ("mm", "f32", "tf32"), ("mm", "bf16", ""),
     ("conv2d", "f32", "tf32"), ("conv2d", "bf16", ""),
+    ("attention", "f32", "tf32x3"), ("attention", "f32", "tf32"), ("attention", "bf16", ""),
 }  # fmt: skip
 
 
@@ -62,7 +65,7 @@ def check(contraction: Contraction) -> None:
         raise Unsupported("Triton is not installed (pip install 'torchkiln[kernels]')")
     if version != TRITON_VERSION:
         raise Unsupported(f"Triton {version} is installed; kiln's kernels are checked with {TRITON_VERSION}")
-    kind = "mm" if isinstance(contraction, Matmul) else "conv2d"
+    kind = _kind(contraction)
     if (kind, contraction.dtype, contraction.precision) not in CHECKED:
         precision = f" with {contraction.precision}" if contraction.precision else ""
         raise Unsupported(f"{contraction.dtype} {kind}{precision} kernels have not been checked on a GPU yet")
@@ -71,13 +74,23 @@ def check(contraction: Contraction) -> None:
             raise Unsupported(f"an operand of {math.prod(shape)} elements: the kernels' offsets are 32-bit")
         if 0 in shape:
             raise Unsupported("an empty operand")
+    if isinstance(contraction, Attention) and contraction.head_dim not in HEAD_DIMS:
+        raise Unsupported(f"head dimension {contraction.head_dim}: the attention kernel takes {', '.join(map(str, HEAD_DIMS))}")
+
+
+def _kind(contraction: Contraction) -> str:
+    if isinstance(contraction, Matmul):
+        return "mm"
+    return "conv2d" if isinstance(contraction, Conv2d) else "attention"
 
 
 def compile_kernel(contraction: Contraction, tiles: Tiles) -> Kernel:
     check(contraction)
     if isinstance(contraction, Matmul):
         return _compile_matmul(contraction, tiles)
-    return _compile_conv(contraction, tiles)
+    if isinstance(contraction, Conv2d):
+        return _compile_conv(contraction, tiles)
+    return _compile_attention(contraction, tiles)
 
 
 def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
@@ -91,7 +104,7 @@ def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
         PRECISION=mm.precision or "ieee",
     )  # fmt: skip
     programs = math.ceil(mm.m / tiles.block_m) * math.ceil(mm.n / tiles.block_n)
-    return _compile("kiln_matmul", ("a_ptr", "b_ptr", "c_ptr"), constants, mm, tiles, programs, "kiln_mm")
+    return _compile("kiln_matmul", ("a_ptr", "b_ptr", "c_ptr"), constants, mm, tiles, (programs, 1, 1), "kiln_mm")
 
 
 def _compile_conv(conv: Conv2d, tiles: Tiles) -> Kernel:
@@ -113,7 +126,26 @@ def _compile_conv(conv: Conv2d, tiles: Tiles) -> Kernel:
     )  # fmt: skip
     rows, cols, _ = conv.gemm
     programs = math.ceil(rows / tiles.block_m) * math.ceil(cols / tiles.block_n)
-    return _compile("kiln_conv2d", ("x_ptr", "w_ptr", "y_ptr"), constants, conv, tiles, programs, "kiln_conv")
+    return _compile("kiln_conv2d", ("x_ptr", "w_ptr", "y_ptr"), constants, conv, tiles, (programs, 1, 1), "kiln_conv")
+
+
+def _compile_attention(attention: Attention, tiles: Tiles) -> Kernel:
+    """Tiles: block_m query rows and block_n keys per step (block_k unused)."""
+    if tiles.block_m % tiles.block_n:
+        raise Unsupported(f"attention tiles {tiles.label}: the query block must be a multiple of the key block")
+    sizes = dict(b=attention.batch, h=attention.heads, d=attention.head_dim)
+    q = _strides(attention.layout, {**sizes, "s": attention.seq_q})
+    k = _strides(attention.layout, {**sizes, "s": attention.seq_k})
+    o = _strides(attention.out_layout, {**sizes, "s": attention.seq_q})
+    constants = dict(
+        HEADS=attention.heads, SEQ_Q=attention.seq_q, SEQ_K=attention.seq_k, HEAD_DIM=attention.head_dim,
+        Q_SB=q["b"], Q_SH=q["h"], Q_SS=q["s"], K_SB=k["b"], K_SH=k["h"], K_SS=k["s"],
+        V_SB=k["b"], V_SH=k["h"], V_SS=k["s"], O_SB=o["b"], O_SH=o["h"], O_SS=o["s"],
+        QK_SCALE=attention.scale * math.log2(math.e), CAUSAL=attention.causal,
+        BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, PRECISION=attention.precision or "ieee",
+    )  # fmt: skip
+    grid = (math.ceil(attention.seq_q / tiles.block_m), attention.batch * attention.heads, 1)
+    return _compile("kiln_attention", ("q_ptr", "k_ptr", "v_ptr", "o_ptr"), constants, attention, tiles, grid, "kiln_attn")
 
 
 def _strides(layout: str, sizes: dict[str, int]) -> dict[str, int]:
@@ -127,11 +159,11 @@ def _strides(layout: str, sizes: dict[str, int]) -> dict[str, int]:
 
 def _compile(
     kernel_name: str,
-    pointers: tuple[str, str, str],
+    pointers: tuple[str, ...],
     constants: dict[str, object],
     contraction: Contraction,
     tiles: Tiles,
-    programs: int,
+    grid: tuple[int, int, int],
     prefix: str,
 ) -> Kernel:
     import triton
@@ -143,14 +175,16 @@ def _compile(
 
     fn = getattr(triton_source, kernel_name)
     entry = prefix + "_" + re.sub(r"[^A-Za-z0-9_]", "_", f"{contraction.label}_{tiles.label}")
-    signature = {name: f"*{_TRITON_TYPES[contraction.dtype]}" for name in pointers[:2]}
-    signature[pointers[2]] = f"*{_TRITON_TYPES[contraction.out_dtype]}"
-    signature["bias_ptr"] = "constexpr"  # part of the measured source; kiln adds a bias outside the kernel
-    signature.update(dict.fromkeys(constants, "constexpr"))
+    signature = {name: f"*{_TRITON_TYPES[contraction.dtype]}" for name in pointers[:-1]}
+    signature[pointers[-1]] = f"*{_TRITON_TYPES[contraction.out_dtype]}"
+    constexprs = dict(constants)
+    if "bias_ptr" in fn.arg_names:  # part of the measured source; kiln adds a bias outside the kernel
+        constexprs["bias_ptr"] = None
+    signature.update(dict.fromkeys(constexprs, "constexpr"))
     signature = {name: signature[name] for name in fn.arg_names}  # in parameter order
     # IREE binds every buffer at an offset aligned to 64 bytes: the pointers are 16-byte divisible.
     attrs = {(fn.arg_names.index(name),): [["tt.divisibility", 16]] for name in pointers}
-    source = ASTSource(fn, signature, constexprs={**constants, "bias_ptr": None}, attrs=attrs)
+    source = ASTSource(fn, signature, constexprs=constexprs, attrs=attrs)
     # FMA contraction on (Triton 3.9's default, which 3.10 changes): said rather than inherited.
     options = dict(num_warps=tiles.num_warps, num_stages=tiles.num_stages, ptx_version=PTX_VERSION, enable_fp_fusion=True)
     try:
@@ -166,7 +200,7 @@ def _compile(
         ptx=iree_entry(compiled.asm["ptx"], metadata, len(pointers), entry),
         num_warps=metadata.num_warps,
         shared_bytes=metadata.shared,
-        grid=(programs, 1, 1),
+        grid=grid,
         contraction=contraction,
         tiles=tiles,
     )

@@ -1,14 +1,15 @@
-"""What one kernel computes: a matmul or a 2-D convolution, with every size a constant.
+"""What one kernel computes: a matmul, a 2-D convolution or an attention, with every size a constant.
 
 The pass outline-contractions (passes/outline_contractions.py) describes each contraction it
 outlines as a `kiln.contraction` dictionary attribute on the outlined function; `from_description`
-reads that dictionary back as a `Matmul` or a `Conv2d`. The kernels (triton_source.py) take every
+reads that dictionary back as a `Matmul`, a `Conv2d` or an `Attention`. The kernels (triton_source.py) take every
 shape, stride and convolution parameter as a compile-time constant, so one compiled kernel serves one
 of these values, and its label names it (the key of the measured tiles, measured.json).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -132,7 +133,65 @@ class Conv2d:
         )
 
 
-Contraction = Matmul | Conv2d
+@dataclass(frozen=True)
+class Attention:
+    """softmax(Q K^T * scale) V per (batch, head), PyTorch's scaled_dot_product_attention without a mask
+    tensor or dropout, causal (top-left aligned) or not. Q is [batch, heads, seq_q, head_dim], K and V
+    [batch, heads, seq_k, head_dim] as SDPA takes them (`layout` "bhsd"), or the kernel reads them as
+    [batch, seq, heads, head_dim] ("bshd": the tensors before the heads were moved forward, as
+    attention code writes it); `out_layout` likewise for the result. 16-bit inputs accumulate in f32;
+    f32 runs with `precision`."""
+
+    batch: int
+    heads: int
+    seq_q: int
+    seq_k: int
+    head_dim: int
+    dtype: str
+    causal: bool
+    scale: float
+    precision: str = ""
+    layout: str = "bhsd"
+    out_layout: str = "bhsd"
+
+    @property
+    def out_dtype(self) -> str:
+        return self.dtype
+
+    def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(self._shape(self.layout, seq) for seq in (self.seq_q, self.seq_k, self.seq_k))
+
+    def result_shape(self) -> tuple[int, ...]:
+        return self._shape(self.out_layout, self.seq_q)
+
+    def _shape(self, layout: str, seq: int) -> tuple[int, ...]:
+        if layout == "bshd":
+            return (self.batch, seq, self.heads, self.head_dim)
+        return (self.batch, self.heads, seq, self.head_dim)
+
+    @property
+    def flops(self) -> int:
+        """The two products' multiply-adds, counting only the scores a causal mask keeps."""
+        scores = self.seq_q * self.seq_k
+        if self.causal:
+            scores = sum(min(row + 1, self.seq_k) for row in range(self.seq_q))
+        return 4 * self.batch * self.heads * scores * self.head_dim
+
+    @property
+    def label(self) -> str:
+        return f"{self.shape_key}-{self.layout}-{self.out_layout}"
+
+    @property
+    def shape_key(self) -> str:
+        precision = f"-{self.precision}" if self.dtype == "f32" else ""
+        causal = "-causal" if self.causal else ""
+        scale = "" if math.isclose(self.scale, self.head_dim**-0.5) else f"-scale{self.scale:g}"
+        return (
+            f"attn{self.batch}x{self.heads}x{self.seq_q}x{self.seq_k}x{self.head_dim}-{self.dtype}{precision}{causal}{scale}"
+        )
+
+
+Contraction = Matmul | Conv2d | Attention
 
 
 def from_description(description: Mapping[str, Any]) -> Contraction:
@@ -145,4 +204,6 @@ def from_description(description: Mapping[str, Any]) -> Contraction:
         for name in ("stride", "padding", "dilation"):
             fields[name] = tuple(fields[name])
         return Conv2d(**fields)
+    if kind == "attention":
+        return Attention(**fields)
     raise ValueError(f"unknown contraction kind {kind!r}")

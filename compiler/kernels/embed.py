@@ -36,8 +36,9 @@ class Signature:
 def executable(kernel: Kernel, name: str) -> str:
     """The `hal.executable.source` op named `name` holding `kernel`."""
     ptx = kernel.ptx.encode() + b"\0"  # the driver loads PTX as a NUL-terminated string
+    operands = len(kernel.contraction.operand_shapes())
     bindings = ",\n      ".join(
-        ["#hal.pipeline.binding<storage_buffer, ReadOnly>"] * 2 + ["#hal.pipeline.binding<storage_buffer>"]
+        ["#hal.pipeline.binding<storage_buffer, ReadOnly>"] * operands + ["#hal.pipeline.binding<storage_buffer>"]
     )
     x, y, z = kernel.grid
     return f"""  hal.executable.source private @{name} <{{objects = #hal.executable.objects<{{
@@ -57,22 +58,21 @@ def executable(kernel: Kernel, name: str) -> str:
 
 def function(kernel: Kernel, name: str, executable_name: str, signature: Signature, described: Contraction) -> str:
     """`func.func private @name` with `signature`, computing `described` (the contraction as the
-    function receives it: NCHW, B as W[N, K] or B[K, N]) by dispatching `kernel`."""
+    function receives it: NCHW, B as W[N, K] or B[K, N]; attention in the layouts the kernel reads) by
+    dispatching `kernel`."""
     body = _Body()
     args = [f"%arg{index}" for index in range(len(signature.operands))]
     contraction = kernel.contraction
-    a, b = args[0], args[1]
-    a_type, b_type = signature.operands[0], signature.operands[1]
-    a_shape, b_shape = contraction.operand_shapes()
+    shapes = contraction.operand_shapes()
+    operands = args[: len(shapes)]
     if isinstance(contraction, Conv2d) and contraction.layout == "nhwc":
-        a = body.permute(a, a_type, [0, 2, 3, 1])
-        b = body.permute(b, b_type, [0, 2, 3, 1])
+        operands = [body.permute(value, type_, [0, 2, 3, 1]) for value, type_ in zip(operands, signature.operands, strict=False)]
     elif isinstance(described, Matmul) and described.b_layout != contraction.b_layout:
-        b = body.permute(b, b_type, [1, 0])  # B arrived as [K, N]: the kernel reads W[N, K]
+        operands[1] = body.permute(operands[1], signature.operands[1], [1, 0])  # B[K, N]: the kernel reads W[N, K]
     dtype = contraction.dtype
     result_shape, out_dtype = contraction.result_shape(), contraction.out_dtype
-    built = [body.to_builtin(value, _vtensor(shape, dtype)) for value, shape in ((a, a_shape), (b, b_shape))]
-    types = [_tensor(a_shape, dtype), _tensor(b_shape, dtype)]
+    built = [body.to_builtin(value, _vtensor(shape, dtype)) for value, shape in zip(operands, shapes, strict=True)]
+    types = [_tensor(shape, dtype) for shape in shapes]
     dispatched = body.line(
         f"flow.dispatch @{executable_name}::@{kernel.entry}({', '.join(built)}) : "
         f"({', '.join(types)}) -> {_tensor(result_shape, out_dtype)}"

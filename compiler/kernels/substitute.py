@@ -22,7 +22,7 @@ from kiln.passes.outline_contractions import ATTRIBUTE  # what outline-contracti
 
 from .build import Kernel, Unsupported
 from .cache import cached_kernel
-from .contraction import Contraction, Conv2d, from_description
+from .contraction import Attention, Contraction, Conv2d, Matmul, from_description
 from .embed import Signature, executable, function
 from .tiles import Choice, Tiles, choose
 
@@ -60,7 +60,7 @@ class Decision:
             record.update(
                 kernel=self.kernel.entry,
                 tiles=self.kernel.tiles.label,
-                layout=contraction.layout if isinstance(contraction, Conv2d) else contraction.b_layout,
+                layout=contraction.b_layout if isinstance(contraction, Matmul) else contraction.layout,
                 precision=contraction.precision or f"{contraction.dtype}, f32 accumulation",
                 shared_bytes=self.kernel.shared_bytes,
                 grid=list(self.kernel.grid),
@@ -163,6 +163,8 @@ def _decide(item: Outlined, chooser: Callable[[Contraction], Choice], make: Call
             return Decision(item, None, choice.why)
         if isinstance(contraction, Conv2d):
             target = replace(contraction, layout=choice.layout, bias=False)
+        elif isinstance(contraction, Attention):
+            target = contraction  # read in the layouts the outlined function receives
         else:
             target = replace(contraction, b_layout="nk")  # B[K, N] is transposed first: see embed.function
         kernel = make(target, choice.tiles)
@@ -200,6 +202,6 @@ def _python(attribute: ir.Attribute) -> Any:
         return {named.name: _python(named.attr) for named in attribute}
     if isinstance(attribute, ir.ArrayAttr):
         return [_python(item) for item in attribute]
-    if isinstance(attribute, (ir.BoolAttr, ir.IntegerAttr, ir.StringAttr)):
+    if isinstance(attribute, (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr, ir.StringAttr)):
         return attribute.value
     raise ValueError(f"unexpected attribute in {ATTRIBUTE}: {attribute}")

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .contraction import Contraction, Conv2d, Matmul
+from .contraction import Attention, Contraction, Conv2d, Matmul
 
 MEASURED = Path(__file__).with_name("measured.json")
 SMS = 132  # an H100's streaming multiprocessors: the heuristic aims for about one program on each
@@ -70,6 +70,8 @@ def choose(contraction: Contraction) -> Choice:
         if found["use"] == "iree":
             return Choice(None, "", f"IREE's code measured faster on the {gpu} ({found['why']})")
         return Choice(Tiles.parse(found["tiles"]), found["layout"], f"measured fastest on the {gpu}")
+    if isinstance(contraction, Attention):
+        return Choice(attention_candidates(contraction)[0], contraction.layout, "heuristic (shape not measured)")
     layout = default_layout(contraction)
     if isinstance(contraction, Matmul) and contraction.m < SMALL_M:
         return Choice(None, "", f"{contraction.m} rows: a GEMV, where IREE's code measured faster")
@@ -78,6 +80,18 @@ def choose(contraction: Contraction) -> Choice:
 
 def measured_on() -> str:
     return json.loads(MEASURED.read_text())["gpu"]
+
+
+def attention_candidates(attention: Attention) -> list[Tiles]:
+    """Attention configurations worth timing, the default first: `block_m` query rows a program,
+    `block_n` keys a step (`block_k` is the head dimension, for the label). f32 runs three TF32
+    products a step (tf32x3) and holds f32 tiles, so it takes smaller blocks."""
+    d = attention.head_dim
+    if attention.dtype == "f32":
+        pool = [Tiles(64, 32, d, 4, 2), Tiles(64, 64, d, 4, 2), Tiles(128, 32, d, 8, 2), Tiles(64, 32, d, 4, 3), Tiles(32, 32, d, 4, 3)]
+    else:
+        pool = [Tiles(128, 64, d, 4, 3), Tiles(128, 64, d, 8, 3), Tiles(128, 128, d, 8, 3), Tiles(64, 64, d, 4, 3), Tiles(128, 32, d, 4, 4)]
+    return [tiles for tiles in pool if attention.seq_q > 64 or tiles.block_m <= 64]
 
 
 def default_layout(contraction: Contraction) -> str:

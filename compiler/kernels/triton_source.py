@@ -1,9 +1,10 @@
-"""kiln's two GPU contraction kernels, in triton.language.
+"""kiln's GPU contraction kernels, in triton.language.
 
 `kiln_matmul`: C = A @ B with B read through strides (W[N, K] or B[K, N]), f32 accumulation, K loop
 pipelined. `kiln_conv2d`: a convolution as an implicit GEMM (rows are output pixels, columns output
 channels, the reduction runs over filter taps and channels), for any stride, padding and dilation and
-any activation/weight layout (strides again). Every shape, stride and parameter is a `tl.constexpr`,
+any activation/weight layout (strides again). `kiln_attention`: flash attention's forward pass
+(online softmax over key blocks), causal or not, reading and writing any [batch, heads, seq] strides. Every shape, stride and parameter is a `tl.constexpr`,
 so a compiled kernel's only launch parameters are its tensor pointers (build.py compiles them).
 
 The source is the one an H100 run measured (benchmarks/results/kernels-h100.json), kept as it ran:
@@ -141,3 +142,82 @@ def kiln_conv2d(
         acc += tl.load(bias_ptr + safe_cols).to(tl.float32)[None, :]
     y_ptrs = y_ptr + (image * Y_SN + p * Y_SP + q * Y_SQ)[:, None] + cols[None, :] * Y_SK
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < K_OUT))
+
+
+@triton.jit
+def _attend(
+    q, acc, m_i, l_i, k_base, v_base, rows, start, end,
+    K_SS: tl.constexpr, V_SS: tl.constexpr, SEQ_K: tl.constexpr, HEAD_DIM: tl.constexpr,
+    BLOCK_N: tl.constexpr, QK_SCALE: tl.constexpr, CAUSAL: tl.constexpr, MASKED: tl.constexpr,
+    PRECISION: tl.constexpr,
+):  # fmt: skip
+    """Key/value blocks [start, end) into the running softmax (base-2 exponentials, max-subtracted):
+    `acc` the unnormalized output rows, `m_i` their running maxima, `l_i` their running sums. MASKED:
+    columns past SEQ_K (and, causal, past each row) count as -inf; unmasked blocks are wholly valid."""
+    dims = tl.arange(0, HEAD_DIM)
+    for first in range(start, end, BLOCK_N):
+        cols = first + tl.arange(0, BLOCK_N)
+        safe_cols = tl.where(cols < SEQ_K, cols, 0) if MASKED else cols
+        k = tl.load(k_base + safe_cols[None, :] * K_SS + dims[:, None])
+        s = tl.dot(q, k, input_precision=PRECISION) * QK_SCALE
+        if MASKED:
+            valid = cols[None, :] < SEQ_K
+            if CAUSAL:
+                valid = valid & (cols[None, :] <= rows[:, None])
+            s = tl.where(valid, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.math.exp2(s - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_base + safe_cols[:, None] * V_SS + dims[None, :])
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
+        m_i = m_new
+    return acc, m_i, l_i
+
+
+@triton.jit
+def kiln_attention(
+    q_ptr, k_ptr, v_ptr, o_ptr,
+    HEADS: tl.constexpr, SEQ_Q: tl.constexpr, SEQ_K: tl.constexpr, HEAD_DIM: tl.constexpr,
+    Q_SB: tl.constexpr, Q_SH: tl.constexpr, Q_SS: tl.constexpr,
+    K_SB: tl.constexpr, K_SH: tl.constexpr, K_SS: tl.constexpr,
+    V_SB: tl.constexpr, V_SH: tl.constexpr, V_SS: tl.constexpr,
+    O_SB: tl.constexpr, O_SH: tl.constexpr, O_SS: tl.constexpr,
+    QK_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
+):  # fmt: skip
+    """Flash attention, forward: BLOCK_M query rows of one (batch, head) (program_id 0, program_id 1),
+    streaming over key/value blocks with an online softmax, so the seq_q x seq_k scores never reach
+    memory. QK_SCALE is the softmax scale times log2(e). Causal (top-left aligned, as PyTorch's
+    is_causal): blocks wholly left of the diagonal run unmasked, those across it masked, those right of
+    it not at all. Every dimension's stride is a constant; the head dimension's is 1."""
+    tile_m = tl.program_id(0)
+    batch = tl.program_id(1) // HEADS
+    head = tl.program_id(1) % HEADS
+    rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    dims = tl.arange(0, HEAD_DIM)
+    safe_rows = tl.where(rows < SEQ_Q, rows, 0)  # rows past the end read row 0 and are never stored
+    q = tl.load(q_ptr + batch * Q_SB + head * Q_SH + safe_rows[:, None] * Q_SS + dims[None, :])
+    k_base = k_ptr + batch * K_SB + head * K_SH
+    v_base = v_ptr + batch * V_SB + head * V_SH
+    acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
+    m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    whole = (SEQ_K // BLOCK_N) * BLOCK_N  # key blocks with no column past SEQ_K
+    if CAUSAL:
+        unmasked_end = tl.minimum(tile_m * BLOCK_M, whole)  # BLOCK_M is a multiple of BLOCK_N
+        end = tl.minimum((tile_m + 1) * BLOCK_M, SEQ_K)
+    else:
+        unmasked_end = whole
+        end = SEQ_K
+    acc, m_i, l_i = _attend(
+        q, acc, m_i, l_i, k_base, v_base, rows, 0, unmasked_end,
+        K_SS, V_SS, SEQ_K, HEAD_DIM, BLOCK_N, QK_SCALE, CAUSAL, False, PRECISION,
+    )  # fmt: skip
+    acc, m_i, l_i = _attend(
+        q, acc, m_i, l_i, k_base, v_base, rows, unmasked_end, end,
+        K_SS, V_SS, SEQ_K, HEAD_DIM, BLOCK_N, QK_SCALE, CAUSAL, True, PRECISION,
+    )  # fmt: skip
+    out = acc / l_i[:, None]
+    o_ptrs = o_ptr + batch * O_SB + head * O_SH + rows[:, None] * O_SS + dims[None, :]
+    tl.store(o_ptrs, out.to(o_ptr.dtype.element_ty), mask=rows[:, None] < SEQ_Q)

@@ -180,3 +180,63 @@ func.func @unmarked(%a: !torch.vtensor<[16,64],f32>, %b: !torch.vtensor<[64,32],
   %mm = torch.aten.mm %a, %b : !torch.vtensor<[16,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[16,32],f32>
   return %mm : !torch.vtensor<[16,32],f32>
 }
+
+// -----
+
+// Attention as GPT-2 code writes it: heads moved forward from [batch, seq, heads, dim] for Q, K and V,
+// and the result moved back. The function takes the tensors before the permutes, returns the result
+// after it ("bshd" both ways), and computes it with the same torch ops. The default scale is written out.
+// CHECK-LABEL: func.func @causal_heads_last
+// CHECK-NEXT:    %[[Y:.*]] = call @kiln_attention_0(%arg0, %arg1, %arg2) : (!torch.vtensor<[2,16,4,32],bf16>, !torch.vtensor<[2,16,4,32],bf16>, !torch.vtensor<[2,16,4,32],bf16>) -> !torch.vtensor<[2,16,4,32],bf16>
+// CHECK-NEXT:    return %[[Y]]
+// CHECK:       func.func private @kiln_attention_0
+// CHECK-SAME:    kiln.contraction = {batch = 2 : i64, causal = true, dtype = "bf16", head_dim = 32 : i64, heads = 4 : i64, kind = "attention", layout = "bshd", out_layout = "bshd", precision = "", scale = 0.17677669529663689 : f64, seq_k = 16 : i64, seq_q = 16 : i64}
+// CHECK-COUNT-3: torch.aten.permute %arg{{[0-2]}}
+// CHECK:         %[[A:.*]] = torch.aten.scaled_dot_product_attention {{.*}} -> !torch.vtensor<[2,4,16,32],bf16>
+// CHECK:         %[[P:.*]] = torch.aten.permute %[[A]], {{.*}} -> !torch.vtensor<[2,16,4,32],bf16>
+// CHECK-NEXT:    return %[[P]]
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on", kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @causal_heads_last(%q: !torch.vtensor<[2,16,4,32],bf16>, %k: !torch.vtensor<[2,16,4,32],bf16>, %v: !torch.vtensor<[2,16,4,32],bf16>) -> !torch.vtensor<[2,16,4,32],bf16> {
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int2 = torch.constant.int 2
+    %int3 = torch.constant.int 3
+    %none = torch.constant.none
+    %true = torch.constant.bool true
+    %false = torch.constant.bool false
+    %float0 = torch.constant.float 0.000000e+00
+    %order = torch.prim.ListConstruct %int0, %int2, %int1, %int3 : (!torch.int, !torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %qt = torch.aten.permute %q, %order : !torch.vtensor<[2,16,4,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,4,16,32],bf16>
+    %kt = torch.aten.permute %k, %order : !torch.vtensor<[2,16,4,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,4,16,32],bf16>
+    %vt = torch.aten.permute %v, %order : !torch.vtensor<[2,16,4,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,4,16,32],bf16>
+    %a = torch.aten.scaled_dot_product_attention %qt, %kt, %vt, %none, %float0, %true, %none, %false : !torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,4,16,32],bf16>, !torch.none, !torch.float, !torch.bool, !torch.none, !torch.bool -> !torch.vtensor<[2,4,16,32],bf16>
+    %y = torch.aten.permute %a, %order : !torch.vtensor<[2,4,16,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,16,4,32],bf16>
+    return %y : !torch.vtensor<[2,16,4,32],bf16>
+  }
+}
+
+// -----
+
+// f32 attention as SDPA takes it, with a given scale: "bhsd", the matmul precision's kernel (tf32x3 at
+// "highest"). One with a mask tensor, and one whose head dimension (48) the kernel does not take, stay.
+// CHECK-LABEL: func.func @f32_scaled
+// CHECK:         call @kiln_attention_0(%arg0, %arg1, %arg2) : (!torch.vtensor<[1,2,8,64],f32>, !torch.vtensor<[1,2,12,64],f32>, !torch.vtensor<[1,2,12,64],f32>) -> !torch.vtensor<[1,2,8,64],f32>
+// CHECK:         torch.aten.scaled_dot_product_attention %arg0, %arg1, %arg2, %arg3
+// CHECK:         torch.aten.scaled_dot_product_attention %arg4, %arg4, %arg4, %none
+// CHECK:       func.func private @kiln_attention_0
+// CHECK-SAME:    causal = false, dtype = "f32", head_dim = 64 : i64, heads = 2 : i64, kind = "attention", layout = "bhsd", out_layout = "bhsd", precision = "tf32x3", scale = 5.000000e-01 : f64, seq_k = 12 : i64, seq_q = 8 : i64
+// CHECK-NOT:     torch.aten.permute
+// CHECK:         torch.aten.scaled_dot_product_attention %arg0, %arg1, %arg2
+// CHECK-NOT:   func.func private @kiln_attention_1
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on", kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @f32_scaled(%q: !torch.vtensor<[1,2,8,64],f32>, %k: !torch.vtensor<[1,2,12,64],f32>, %v: !torch.vtensor<[1,2,12,64],f32>, %mask: !torch.vtensor<[1,2,8,12],f32>, %x: !torch.vtensor<[1,2,8,48],f32>) -> (!torch.vtensor<[1,2,8,64],f32>, !torch.vtensor<[1,2,8,64],f32>, !torch.vtensor<[1,2,8,48],f32>) {
+    %none = torch.constant.none
+    %false = torch.constant.bool false
+    %float0 = torch.constant.float 0.000000e+00
+    %half = torch.constant.float 5.000000e-01
+    %a = torch.aten.scaled_dot_product_attention %q, %k, %v, %none, %float0, %false, %half, %false : !torch.vtensor<[1,2,8,64],f32>, !torch.vtensor<[1,2,12,64],f32>, !torch.vtensor<[1,2,12,64],f32>, !torch.none, !torch.float, !torch.bool, !torch.float, !torch.bool -> !torch.vtensor<[1,2,8,64],f32>
+    %b = torch.aten.scaled_dot_product_attention %q, %k, %v, %mask, %float0, %false, %half, %false : !torch.vtensor<[1,2,8,64],f32>, !torch.vtensor<[1,2,12,64],f32>, !torch.vtensor<[1,2,12,64],f32>, !torch.vtensor<[1,2,8,12],f32>, !torch.float, !torch.bool, !torch.float, !torch.bool -> !torch.vtensor<[1,2,8,64],f32>
+    %c = torch.aten.scaled_dot_product_attention %x, %x, %x, %none, %float0, %false, %none, %false : !torch.vtensor<[1,2,8,48],f32>, !torch.vtensor<[1,2,8,48],f32>, !torch.vtensor<[1,2,8,48],f32>, !torch.none, !torch.float, !torch.bool, !torch.none, !torch.bool -> !torch.vtensor<[1,2,8,48],f32>
+    return %a, %b, %c : !torch.vtensor<[1,2,8,64],f32>, !torch.vtensor<[1,2,8,64],f32>, !torch.vtensor<[1,2,8,48],f32>
+  }
+}

@@ -1,0 +1,43 @@
+"""Attention as kiln's GPU kernel takes it, in one small model (tests/test_kernels.py).
+
+A causal self-attention written as GPT-2 code writes it (heads split from [batch, seq, heads * dim]
+and moved forward, the result moved back: the kernel reads and writes [batch, seq, heads, dim]), and
+a cross-attention of 24 queries over 40 keys as SDPA takes it ([batch, heads, seq, dim]) with its own
+scale. Sequences no kernel block divides. Takes `dtype` and `batch` like the suite's model files.
+"""
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+BATCHES = {"small": 2, "large": 8}
+HEADS, HEAD_DIM = 4, 32
+
+
+class Attention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(HEADS * HEAD_DIM, 3 * HEADS * HEAD_DIM)
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        batch, seq, _ = x.shape
+        q, k, v = self.qkv(x).split(HEADS * HEAD_DIM, dim=2)
+        q, k, v = (t.view(batch, seq, HEADS, HEAD_DIM).transpose(1, 2) for t in (q, k, v))
+        causal = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(batch, seq, -1)
+        keys = memory.view(batch, HEADS, -1, HEAD_DIM)
+        cross = F.scaled_dot_product_attention(q[:, :, :24], keys, keys * 0.5, scale=0.3)
+        return causal, cross
+
+
+def get_model(dtype: str = "f32") -> nn.Module:
+    torch.manual_seed(0)
+    return Attention().to(DTYPES[dtype])
+
+
+def get_example_inputs(batch: str = "small", dtype: str = "f32") -> tuple[torch.Tensor, ...]:
+    generator = torch.Generator().manual_seed(1)
+    size = BATCHES[batch]
+    x = torch.randn(size, 50, HEADS * HEAD_DIM, generator=generator)
+    memory = torch.randn(size, HEADS * 40 * HEAD_DIM, generator=generator)
+    return x.to(DTYPES[dtype]), memory.to(DTYPES[dtype])
