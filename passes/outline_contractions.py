@@ -117,11 +117,8 @@ class _Outliner:
             match = _match_attention(op, self.matmul_precision)
         if match is None:
             return
-        description, operands, build_body = match
-        replaced = op
-        if description.get("out_layout") == "bshd":  # the function returns what the permute made
-            (use,) = list(op.results[0].uses)
-            replaced = use.owner.operation
+        description, operands, build_body, epilogue = match
+        replaced = epilogue[-1] if epilogue else op  # the call returns what the last op of the epilogue made
         result_type = replaced.results[0].type
         key = json.dumps([description, [str(value.type) for value in operands], str(result_type)], sort_keys=True)
         if key not in self.functions:
@@ -130,8 +127,8 @@ class _Outliner:
             callee = ir.FlatSymbolRefAttr.get(self.functions[key])
             call = ir.Operation.create("func.call", results=[result_type], operands=operands, attributes={"callee": callee})
         replaced.results[0].replace_all_uses_with(call.results[0])
-        if replaced is not op:
-            replaced.erase()
+        for taken in reversed(epilogue):
+            _erase_with_unused_producers(taken)
         _erase_with_unused_producers(op)
 
     def _function(self, description: dict[str, Any], operands: list[ir.Value], result_type: ir.Type, build_body: Any) -> str:
@@ -207,7 +204,9 @@ class _Builder:
 
 # -- matching ---------------------------------------------------------------------------------------
 
-Match = tuple[dict[str, Any], list[ir.Value], Any]  # description, the function's operands, its body builder
+# The description, the function's operands, its body builder, and the ops after the contraction that
+# the function computes too (each the only user of the one before), whose last result the call replaces.
+Match = tuple[dict[str, Any], list[ir.Value], Any, list[ir.Operation]]
 
 
 def _match_mm(op: ir.Operation, precision: str) -> Match | None:
@@ -220,27 +219,70 @@ def _match_mm(op: ir.Operation, precision: str) -> Match | None:
     if a_type.dtype != b_type.dtype or a_type.dtype not in KERNEL_DTYPES or len(a_type.shape) != 2:
         return None
     (m, k), n = a_type.shape, result.shape[1]
+    bias, epilogue = _bias_epilogue(op, n, a_type.dtype)
+    final = _static(epilogue[-1].results[0]) if epilogue else result
+    assert final is not None
     description = {
         "kind": "mm",
         "m": m,
         "n": n,
         "k": k,
         "dtype": a_type.dtype,
-        "out_dtype": result.dtype,
+        "out_dtype": final.dtype,
         "b_layout": layout,
         "precision": precision if a_type.dtype == "f32" else "",
+        "bias": bias is not None,
     }
-    result_type = op.results[0].type
+    mm_type = op.results[0].type
+    cast = epilogue[1] if len(epilogue) == 2 else None
 
     def body(build: _Builder, args: list[ir.Value]) -> ir.Value:
-        lhs, rhs = args
+        lhs, rhs = args[0], args[1]
         if upcast:
             lhs, rhs = build.upcast(lhs), build.upcast(rhs)
         if layout == "nk":
             rhs = build.permute(rhs, [1, 0])
-        return build.op("torch.aten.mm", [lhs, rhs], result_type)
+        product = build.op("torch.aten.mm", [lhs, rhs], mm_type)
+        if bias is None:
+            return product
+        added = build.op("torch.aten.add.Tensor", [product, build.upcast(args[2]) if upcast else args[2], build.int_(1)], mm_type)
+        if cast is None:
+            return added
+        code = number(cast.operands[1])
+        assert isinstance(code, int)
+        operands = [added, build.int_(code), build.bool_(False), build.bool_(False), build.none()]
+        return build.op("torch.aten.to.dtype", operands, cast.results[0].type)
 
-    return description, [a, b], body
+    return description, [a, b, *([bias] if bias is not None else [])], body, epilogue
+
+
+def _bias_epilogue(op: ir.Operation, n: int, dtype: str) -> tuple[ir.Value | None, list[ir.Operation]]:
+    """nn.Linear's bias after an f32 matmul: `add(mm, bias[n], 1)`, the add being the matmul's only
+    user, and, for a bf16 Linear (f32 from upcast 16-bit values), the `to.dtype` back to 16 bits that is
+    the add's only user. Returns (the bias as the kernel reads it, in the operands' dtype; [add] or
+    [add, to.dtype]), or (None, []). The kernel adds the bias to its f32 accumulator and rounds once,
+    which is what the f32 ops compute."""
+    add = _only_user(op.results[0], "torch.aten.add.Tensor")
+    if _static(op.results[0]) is None or _static(op.results[0]).dtype != "f32" or add is None:
+        return None, []
+    if add.operands[0] != op.results[0] or number(add.operands[2]) != 1:
+        return None, []
+    bias, upcast = _strip_upcast(add.operands[1])
+    bias_type = _static(bias)
+    if bias_type is None or bias_type.shape != (n,) or bias_type.dtype != dtype or upcast != (dtype != "f32"):
+        return None, []
+    if dtype == "f32":
+        return bias, [add]
+    cast = _only_user(add.results[0], "torch.aten.to.dtype")
+    if cast is None or _static(cast.results[0]) is None or _static(cast.results[0]).dtype != dtype:
+        return None, []
+    return bias, [add, cast]
+
+
+def _only_user(value: ir.Value, name: str) -> ir.Operation | None:
+    uses = list(value.uses)
+    user = uses[0].owner.operation if len(uses) == 1 else None
+    return user if user is not None and user.name == name else None
 
 
 def _match_conv(op: ir.Operation, precision: str) -> Match | None:
@@ -286,7 +328,7 @@ def _match_conv(op: ir.Operation, precision: str) -> Match | None:
         ]
         return build.op("torch.aten.convolution", operands, result_type)
 
-    return description, [x, w, *([bias] if has_bias else [])], body
+    return description, [x, w, *([bias] if has_bias else [])], body, []
 
 
 def _match_attention(op: ir.Operation, precision: str) -> Match | None:
@@ -306,9 +348,8 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
     permutes = [producer(op.operands[index], "torch.aten.permute") for index in range(3)]
     peeled = all(permute is not None and _ints(permute.operands[1]) == HEADS_FORWARD for permute in permutes)
     operands = [permute.operands[0] for permute in permutes] if peeled else list(op.operands[:3])  # type: ignore[union-attr]
-    uses = list(op.results[0].uses)
-    user = uses[0].owner.operation if len(uses) == 1 else None
-    out_peeled = user is not None and user.name == "torch.aten.permute" and _ints(user.operands[1]) == HEADS_FORWARD
+    user = _only_user(op.results[0], "torch.aten.permute")
+    out_peeled = user is not None and _ints(user.operands[1]) == HEADS_FORWARD
     description = {
         "kind": "attention",
         **dict(batch=batch, heads=heads, seq_q=seq_q, seq_k=k.shape[2], head_dim=head_dim),
@@ -327,7 +368,7 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
         result = build.op("torch.aten.scaled_dot_product_attention", operands, result_type)
         return build.permute(result, HEADS_FORWARD) if out_peeled else result
 
-    return description, operands, body
+    return description, operands, body, [user] if out_peeled else []
 
 
 def _is_none(value: ir.Value) -> bool:

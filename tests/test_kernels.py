@@ -190,8 +190,8 @@ def _falls_back(tmp_path: Path, compiled: Compiled, notes: list[str], reason: st
     assert [record["code"] for record in compiled.manifest.kernels] == ["iree"] * 3
     assert all(record["why"] == reason for record in compiled.manifest.kernels)
     assert notes == [
-        "note: IREE's own code computes 3 contraction(s) kiln has kernels for (mm8x4096x1024-f32-tf32x3-nk, "
-        f"mm8x4096x4096-f32-tf32x3-nk, mm8x1024x4096-f32-tf32x3-nk): {reason}"
+        "note: IREE's own code computes 3 contraction(s) kiln has kernels for (mm8x4096x1024-f32-tf32x3-nk-bias, "
+        f"mm8x4096x4096-f32-tf32x3-nk-bias, mm8x1024x4096-f32-tf32x3-nk-bias): {reason}"
     ]
     assert not KILN_DISPATCH.search(flow_phase(tmp_path))
     assert "matmul" in flow_phase(tmp_path)  # the outlined functions' torch bodies: IREE's own matmuls
@@ -295,11 +295,12 @@ def _reference(kernel: Kernel, name: str) -> str:
     """`func.func private @name` computing the kernel's contraction with linalg, in its operand layouts
     (the kernel's own arguments), accumulating in f32 and rounding to its result dtype."""
     c = kernel.contraction
-    a_shape, b_shape = c.operand_shapes()
+    a_shape, b_shape, *bias_shape = c.operand_shapes()
     a, b = _tensor(a_shape, c.dtype), _tensor(b_shape, c.dtype)
     out_shape = c.result_shape()
     acc = _tensor(out_shape, "f32")
-    lines = [f"  func.func private @{name}(%a: {a}, %b: {b}) -> {_tensor(out_shape, c.out_dtype)} {{"]
+    bias = f", %bias: {_tensor(bias_shape[0], c.dtype)}" if bias_shape else ""
+    lines = [f"  func.func private @{name}(%a: {a}, %b: {b}{bias}) -> {_tensor(out_shape, c.out_dtype)} {{"]
     lines += ["    %zero = arith.constant 0.0 : f32", f"    %e = tensor.empty() : {acc}"]
     lines.append(f"    %init = linalg.fill ins(%zero : f32) outs(%e : {acc}) -> {acc}")
     if isinstance(c, Matmul):
@@ -332,8 +333,20 @@ def _reference(kernel: Kernel, name: str) -> str:
             f"strides = dense<[{c.stride[0]}, {c.stride[1]}]> : vector<2xi64>}} "
             f"ins(%ap, %b : {_tensor(padded, c.dtype)}, {b}) outs(%init : {acc}) -> {acc}",
         ]
+    if bias_shape:  # added to the f32 accumulator, before the rounding
+        extend = [f"      %bf = arith.extf %bv : {c.dtype} to f32"] if c.dtype != "f32" else []
+        lines += [
+            "    %biased = linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (n)>, "
+            'affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]} '
+            f"ins(%r, %bias : {acc}, {_tensor(bias_shape[0], c.dtype)}) outs(%init : {acc}) {{",
+            f"    ^bb0(%rv: f32, %bv: {c.dtype}, %unused: f32):",
+            *extend,
+            f"      %sum = arith.addf %rv, {'%bf' if extend else '%bv'} : f32",
+            "      linalg.yield %sum : f32",
+            f"    }} -> {acc}",
+        ]
     if c.out_dtype == "f32":
-        lines.append(f"    return %r : {acc}")
+        lines.append(f"    return {'%biased' if bias_shape else '%r'} : {acc}")
     else:
         out = _tensor(out_shape, c.out_dtype)
         dims = ", ".join(f"d{i}" for i in range(len(out_shape)))
@@ -341,7 +354,7 @@ def _reference(kernel: Kernel, name: str) -> str:
         lines += [
             f"    %o = tensor.empty() : {out}",
             f"    %rounded = linalg.generic {{indexing_maps = [affine_map<({dims}) -> ({dims})>, affine_map<({dims}) -> ({dims})>], "
-            f"iterator_types = [{parallel}]}} ins(%r : {acc}) outs(%o : {out}) {{",
+            f"iterator_types = [{parallel}]}} ins({'%biased' if bias_shape else '%r'} : {acc}) outs(%o : {out}) {{",
             f"    ^bb0(%v: f32, %w: {c.out_dtype}):",
             f"      %tv = arith.truncf %v : f32 to {c.out_dtype}",
             f"      linalg.yield %tv : {c.out_dtype}",
@@ -423,8 +436,8 @@ def _run_on_cpu(text: str, compiled: Compiled, inputs: tuple[torch.Tensor, ...],
 
 # model file -> the kernels of its compile, by kind and layout
 WIRED = {
-    CONTRACTIONS: {("Conv2d", "nchw"): 1, ("Conv2d", "nhwc"): 3, ("Matmul", "nk"): 3},
-    ATTENTION: {("Matmul", "nk"): 1, ("Attention", "bshd"): 1, ("Attention", "bhsd"): 1},
+    CONTRACTIONS: {("Conv2d", "nchw"): 1, ("Conv2d", "nhwc"): 3, ("Matmul", "nk"): 2, ("Matmul", "nk+bias"): 1},
+    ATTENTION: {("Matmul", "nk+bias"): 1, ("Attention", "bshd"): 1, ("Attention", "bhsd"): 1},
 }
 
 
@@ -447,7 +460,7 @@ def test_kernel_wiring_matches_eager_on_the_cpu(model, dtype, tmp_path):
     kinds: dict[tuple[str, str], int] = {}
     for kernel in substitution.kernels:
         c = kernel.contraction
-        key = (type(c).__name__, c.b_layout if isinstance(c, Matmul) else c.layout)
+        key = (type(c).__name__, c.b_layout + ("+bias" if c.bias else "") if isinstance(c, Matmul) else c.layout)
         kinds[key] = kinds.get(key, 0) + 1
     assert kinds == WIRED[model]
     text = _with_reference_kernels(substitution.splice(str(module)), substitution.kernels)

@@ -104,7 +104,8 @@ def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
         PRECISION=mm.precision or "ieee",
     )  # fmt: skip
     programs = math.ceil(mm.m / tiles.block_m) * math.ceil(mm.n / tiles.block_n)
-    return _compile("kiln_matmul", ("a_ptr", "b_ptr", "c_ptr"), constants, mm, tiles, (programs, 1, 1), "kiln_mm")
+    pointers = ("a_ptr", "b_ptr", *(("bias_ptr",) if mm.bias else ()), "c_ptr")
+    return _compile("kiln_matmul", pointers, constants, mm, tiles, (programs, 1, 1), "kiln_mm")
 
 
 def _compile_conv(conv: Conv2d, tiles: Tiles) -> Kernel:
@@ -178,7 +179,7 @@ def _compile(
     signature = {name: f"*{_TRITON_TYPES[contraction.dtype]}" for name in pointers[:-1]}
     signature[pointers[-1]] = f"*{_TRITON_TYPES[contraction.out_dtype]}"
     constexprs = dict(constants)
-    if "bias_ptr" in fn.arg_names:  # part of the measured source; kiln adds a bias outside the kernel
+    if "bias_ptr" in fn.arg_names and "bias_ptr" not in pointers:  # no bias: the epilogue compiles away
         constexprs["bias_ptr"] = None
     signature.update(dict.fromkeys(constexprs, "constexpr"))
     signature = {name: signature[name] for name in fn.arg_names}  # in parameter order

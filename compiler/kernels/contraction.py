@@ -22,9 +22,10 @@ PRECISIONS = ("tf32x3", "tf32", "ieee", "")
 
 @dataclass(frozen=True)
 class Matmul:
-    """C[M, N] = A[M, K] @ B, with B given as W[N, K] (`b_layout="nk"`, nn.Linear's weight, read as
-    is) or as B[K, N] ("kn"). 16-bit inputs accumulate in f32; the result has `out_dtype` (the input
-    dtype, or f32 for kiln's bf16 Linear layers, which compute in f32 from bf16 values)."""
+    """C[M, N] = A[M, K] @ B (+ bias[N]), with B given as W[N, K] (`b_layout="nk"`, nn.Linear's weight,
+    read as is) or as B[K, N] ("kn"). 16-bit inputs accumulate in f32; the result has `out_dtype` (the
+    input dtype, or f32 for kiln's bf16 Linear layers, which compute in f32 from bf16 values; with
+    their bias, rounded back to bf16 as those layers do)."""
 
     m: int
     n: int
@@ -33,9 +34,11 @@ class Matmul:
     out_dtype: str
     b_layout: str = "nk"
     precision: str = ""
+    bias: bool = False  # a bias[N] operand in the input dtype, added to the f32 accumulator before rounding
 
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
-        return ((self.m, self.k), (self.n, self.k) if self.b_layout == "nk" else (self.k, self.n))
+        b = (self.n, self.k) if self.b_layout == "nk" else (self.k, self.n)
+        return ((self.m, self.k), b, *([(self.n,)] if self.bias else []))
 
     def result_shape(self) -> tuple[int, ...]:
         return (self.m, self.n)
@@ -53,7 +56,8 @@ class Matmul:
     def label(self) -> str:
         precision = f"-{self.precision}" if self.dtype == "f32" else ""
         out = f"-out{self.out_dtype}" if self.out_dtype != self.dtype else ""
-        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-{self.b_layout}{out}"
+        bias = "-bias" if self.bias else ""
+        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-{self.b_layout}{bias}{out}"
 
     @property
     def shape_key(self) -> str:

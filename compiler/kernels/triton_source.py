@@ -7,9 +7,11 @@ any activation/weight layout (strides again). `kiln_attention`: flash attention'
 (online softmax over key blocks), causal or not, reading and writing any [batch, heads, seq] strides. Every shape, stride and parameter is a `tl.constexpr`,
 so a compiled kernel's only launch parameters are its tensor pointers (build.py compiles them).
 
-The source is the one an H100 run measured (benchmarks/results/kernels-h100.json), kept as it ran:
-its batch dimension (program_id 1; kiln launches one batch) and its bias epilogue (kiln passes
-bias_ptr None, which compiles it away, and adds a bias outside the kernel) are still there.
+The matmul and convolution sources are the ones an H100 run measured
+(benchmarks/results/kernels-h100.json), kept as they ran: the matmul's batch dimension (program_id 1;
+kiln launches one batch) is still there. Their bias epilogue adds nn.Linear's bias to the f32
+accumulator before the one rounding (kiln passes bias_ptr None where there is none, which compiles
+it away; a convolution's bias is added outside the kernel).
 
 Importing this module imports Triton: only build.py does, when a kernel is generated.
 """

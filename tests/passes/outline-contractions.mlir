@@ -8,7 +8,7 @@
 // CHECK-NEXT:    %[[B:.*]] = call @kiln_mm_0(%arg2, %arg1)
 // CHECK-NEXT:    return %[[A]], %[[B]]
 // CHECK:       func.func private @kiln_mm_0(%arg0: !torch.vtensor<[8,64],bf16>, %arg1: !torch.vtensor<[32,64],bf16>) -> !torch.vtensor<[8,32],f32>
-// CHECK-SAME:    attributes {kiln.contraction = {b_layout = "nk", dtype = "bf16", k = 64 : i64, kind = "mm", m = 8 : i64, n = 32 : i64, out_dtype = "f32", precision = ""}}
+// CHECK-SAME:    attributes {kiln.contraction = {b_layout = "nk", bias = false, dtype = "bf16", k = 64 : i64, kind = "mm", m = 8 : i64, n = 32 : i64, out_dtype = "f32", precision = ""}}
 // CHECK-DAG:     %[[A32:.*]] = torch.aten.to.dtype %arg0, {{.*}} -> !torch.vtensor<[8,64],f32>
 // CHECK-DAG:     %[[W32:.*]] = torch.aten.to.dtype %arg1, {{.*}} -> !torch.vtensor<[32,64],f32>
 // CHECK:         %[[WT:.*]] = torch.aten.permute %[[W32]], {{.*}} -> !torch.vtensor<[64,32],f32>
@@ -41,7 +41,7 @@ module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff 
 // CHECK:         call @kiln_mm_0(%arg0, %arg1) : (!torch.vtensor<[16,64],f32>, !torch.vtensor<[64,32],f32>) -> !torch.vtensor<[16,32],f32>
 // CHECK:         call @kiln_conv2d_0(%arg2, %arg3) : (!torch.vtensor<[1,3,16,16],f32>, !torch.vtensor<[8,3,3,3],f32>) -> !torch.vtensor<[1,8,8,8],f32>
 // CHECK:       func.func private @kiln_mm_0
-// CHECK-SAME:    b_layout = "kn", dtype = "f32", {{.*}} precision = "tf32"
+// CHECK-SAME:    b_layout = "kn", bias = false, dtype = "f32", {{.*}} precision = "tf32"
 // CHECK-NOT:     torch.aten.permute
 // CHECK:         torch.aten.mm %arg0, %arg1
 // CHECK:       func.func private @kiln_conv2d_0
@@ -238,5 +238,47 @@ module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff 
     %b = torch.aten.scaled_dot_product_attention %q, %k, %v, %mask, %float0, %false, %half, %false : !torch.vtensor<[1,2,8,64],f32>, !torch.vtensor<[1,2,12,64],f32>, !torch.vtensor<[1,2,12,64],f32>, !torch.vtensor<[1,2,8,12],f32>, !torch.float, !torch.bool, !torch.float, !torch.bool -> !torch.vtensor<[1,2,8,64],f32>
     %c = torch.aten.scaled_dot_product_attention %x, %x, %x, %none, %float0, %false, %none, %false : !torch.vtensor<[1,2,8,48],f32>, !torch.vtensor<[1,2,8,48],f32>, !torch.vtensor<[1,2,8,48],f32>, !torch.none, !torch.float, !torch.bool, !torch.none, !torch.bool -> !torch.vtensor<[1,2,8,48],f32>
     return %a, %b, %c : !torch.vtensor<[1,2,8,64],f32>, !torch.vtensor<[1,2,8,64],f32>, !torch.vtensor<[1,2,8,48],f32>
+  }
+}
+
+// -----
+
+// nn.Linear with its bias in bf16, as kiln's IR has it (f32 from upcast bf16 values, the bias added in
+// f32, rounded back to bf16 once): the kernel takes the bias (bf16) and rounds once too, so the call
+// returns the bf16 result. In f32, a bias added to a matmul that something else also reads stays outside.
+// CHECK-LABEL: func.func @linear_bias
+// CHECK:         %[[Y:.*]] = call @kiln_mm_0(%arg0, %arg1, %arg2) : (!torch.vtensor<[8,64],bf16>, !torch.vtensor<[32,64],bf16>, !torch.vtensor<[32],bf16>) -> !torch.vtensor<[8,32],bf16>
+// CHECK:         %[[MM:.*]] = call @kiln_mm_1(%arg3, %arg4) : (!torch.vtensor<[8,64],f32>, !torch.vtensor<[32,64],f32>) -> !torch.vtensor<[8,32],f32>
+// CHECK-NEXT:    %[[B:.*]] = torch.aten.add.Tensor %[[MM]], %arg5
+// CHECK-NEXT:    return %[[Y]], %[[B]], %[[MM]]
+// CHECK:       func.func private @kiln_mm_0
+// CHECK-SAME:    {b_layout = "nk", bias = true, dtype = "bf16", k = 64 : i64, kind = "mm", m = 8 : i64, n = 32 : i64, out_dtype = "bf16", precision = ""}
+// CHECK:         %[[P:.*]] = torch.aten.mm
+// CHECK:         %[[UP:.*]] = torch.aten.to.dtype %arg2, {{.*}} -> !torch.vtensor<[32],f32>
+// CHECK:         %[[A:.*]] = torch.aten.add.Tensor %[[P]], %[[UP]], {{.*}} -> !torch.vtensor<[8,32],f32>
+// CHECK:         %[[R:.*]] = torch.aten.to.dtype %[[A]], {{.*}} -> !torch.vtensor<[8,32],bf16>
+// CHECK-NEXT:    return %[[R]]
+// CHECK:       func.func private @kiln_mm_1
+// CHECK-SAME:    bias = false
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on", kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @linear_bias(%x: !torch.vtensor<[8,64],bf16>, %w: !torch.vtensor<[32,64],bf16>, %b: !torch.vtensor<[32],bf16>, %x32: !torch.vtensor<[8,64],f32>, %w32: !torch.vtensor<[32,64],f32>, %b32: !torch.vtensor<[32],f32>) -> (!torch.vtensor<[8,32],bf16>, !torch.vtensor<[8,32],f32>, !torch.vtensor<[8,32],f32>) {
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int6 = torch.constant.int 6
+    %int15 = torch.constant.int 15
+    %false = torch.constant.bool false
+    %none = torch.constant.none
+    %swap = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %wt = torch.aten.permute %w, %swap : !torch.vtensor<[32,64],bf16>, !torch.list<int> -> !torch.vtensor<[64,32],bf16>
+    %wt_up = torch.aten.to.dtype %wt, %int6, %false, %false, %none : !torch.vtensor<[64,32],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[64,32],f32>
+    %x_up = torch.aten.to.dtype %x, %int6, %false, %false, %none : !torch.vtensor<[8,64],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[8,64],f32>
+    %b_up = torch.aten.to.dtype %b, %int6, %false, %false, %none : !torch.vtensor<[32],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[32],f32>
+    %mm = torch.aten.mm %x_up, %wt_up : !torch.vtensor<[8,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[8,32],f32>
+    %add = torch.aten.add.Tensor %mm, %b_up, %int1 : !torch.vtensor<[8,32],f32>, !torch.vtensor<[32],f32>, !torch.int -> !torch.vtensor<[8,32],f32>
+    %y = torch.aten.to.dtype %add, %int15, %false, %false, %none : !torch.vtensor<[8,32],f32>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[8,32],bf16>
+    %wt32 = torch.aten.permute %w32, %swap : !torch.vtensor<[32,64],f32>, !torch.list<int> -> !torch.vtensor<[64,32],f32>
+    %mm32 = torch.aten.mm %x32, %wt32 : !torch.vtensor<[8,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[8,32],f32>
+    %add32 = torch.aten.add.Tensor %mm32, %b32, %int1 : !torch.vtensor<[8,32],f32>, !torch.vtensor<[32],f32>, !torch.int -> !torch.vtensor<[8,32],f32>
+    return %y, %add32, %mm32 : !torch.vtensor<[8,32],bf16>, !torch.vtensor<[8,32],f32>, !torch.vtensor<[8,32],f32>
   }
 }
