@@ -123,7 +123,7 @@ class _Outliner:
         key = json.dumps([description, [str(value.type) for value in operands], str(result_type)], sort_keys=True)
         if key not in self.functions:
             self.functions[key] = self._function(description, operands, result_type, build_body)
-        with op.location, ir.InsertionPoint(op):
+        with op.location, ir.InsertionPoint(replaced):  # where every operand is defined, the bias too
             callee = ir.FlatSymbolRefAttr.get(self.functions[key])
             call = ir.Operation.create("func.call", results=[result_type], operands=operands, attributes={"callee": callee})
         replaced.results[0].replace_all_uses_with(call.results[0])
