@@ -39,6 +39,10 @@ SHAPES = {
     "transformer_encoder": dict(batch=16, heads=12, seq=512, seq_k=512, head_dim=64, causal=False, peeled=False, sweep=True),
     "odd_causal": dict(batch=2, heads=3, seq=200, seq_k=77, head_dim=32, causal=True, peeled=True, sweep=False),
     "odd": dict(batch=3, heads=2, seq=197, seq_k=300, head_dim=128, causal=False, peeled=False, sweep=False),
+    # masks as Hugging Face models pass them: a boolean padding mask over the keys, [batch, 1, 1, keys]
+    # (the first image keeps no key at all: PyTorch's safe softmax gives zeros), and an additive one
+    "padding_mask": dict(batch=2, heads=12, seq=77, seq_k=77, head_dim=64, causal=False, peeled=True, sweep=False, mask="bool"),
+    "additive_mask": dict(batch=2, heads=4, seq=128, seq_k=128, head_dim=64, causal=False, peeled=False, sweep=False, mask="float"),
 }
 
 
@@ -49,10 +53,10 @@ class Attention(nn.Module):
         super().__init__()
         self.causal, self.peeled = causal, peeled
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, *mask: torch.Tensor) -> torch.Tensor:
         if self.peeled:
             q, k, v = (t.transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[0] if mask else None, is_causal=self.causal)
         return y.transpose(1, 2) if self.peeled else y
 
 
@@ -65,7 +69,15 @@ def inputs(shape: dict, dtype: str, device: str = "cpu") -> tuple[torch.Tensor, 
         return (shape["batch"], shape["heads"], seq, shape["head_dim"])
 
     sizes = (dims(shape["seq"]), dims(shape["seq_k"]), dims(shape["seq_k"]))
-    return tuple(torch.randn(*size, generator=generator).to(DTYPES[dtype]).to(device) for size in sizes)
+    qkv = tuple(torch.randn(*size, generator=generator).to(DTYPES[dtype]) for size in sizes)
+    mask: tuple[torch.Tensor, ...] = ()
+    if shape.get("mask") == "bool":
+        keep = torch.rand(shape["batch"], 1, 1, shape["seq_k"], generator=generator) > 0.3
+        keep[0] = False
+        mask = (keep,)
+    elif shape.get("mask") == "float":
+        mask = (torch.randn(1, shape["heads"], shape["seq"], shape["seq_k"], generator=generator).to(DTYPES[dtype]),)
+    return tuple(x.to(device) for x in (*qkv, *mask))
 
 
 @click.group()
@@ -90,7 +102,7 @@ def compile(output: Path) -> None:
             described = Described(
                 shape["batch"], shape["heads"], shape["seq"], shape["seq_k"], shape["head_dim"], dtype, shape["causal"],
                 shape["head_dim"] ** -0.5, "tf32x3" if dtype == "f32" else "",
-            )  # fmt: skip
+            )  # fmt: skip (the key of measured tiles: the same without a mask)
             spec = spec_from_module(Attention(shape["causal"], shape["peeled"]), inputs(shape, dtype))
             candidates = attention_candidates(described)
             for tiles in [None, *(candidates if shape["sweep"] else candidates[:1])]:
@@ -164,7 +176,7 @@ def time(folder: Path, output: Path) -> None:
         for dtype in DTYPES:
             xs = inputs(shape, dtype, "cuda")
             with torch.no_grad():
-                reference = model(*(x.double() for x in xs))
+                reference = model(*(x.double() if x.is_floating_point() else x for x in xs))
                 eager = model(*xs)
                 eager_ms = _time_ms(partial(model, *xs))
                 eager_kernel_ms = _kernel_ms(partial(model, *xs))

@@ -62,9 +62,16 @@ def _kernel_attention(node: torch.fx.Node) -> bool:
     shapes = [tuple(tensor.shape) for tensor in (q, k, v)]
     if not all(isinstance(size, int) for shape in shapes for size in shape):
         return False  # dynamic: the kernel takes static shapes
-    plain = argument(3, "attn_mask", None) is None and argument(4, "dropout_p", 0.0) == 0 and not node.kwargs.get("enable_gqa", False)
+    plain = argument(4, "dropout_p", 0.0) == 0 and not node.kwargs.get("enable_gqa", False)
+    given = argument(3, "attn_mask", None)
+    mask = None
+    if isinstance(given, torch.fx.Node):
+        value = given.meta["val"]
+        mask = (tuple(value.shape), "i1" if value.dtype == torch.bool else _MLIR_DTYPES.get(value.dtype, ""))
+        if not all(isinstance(size, int) for size in mask[0]):
+            return False
     same_dtype = q.dtype == k.dtype == v.dtype
-    return same_dtype and attention_outlined(*shapes, _MLIR_DTYPES.get(q.dtype, ""), plain)
+    return same_dtype and attention_outlined(*shapes, _MLIR_DTYPES.get(q.dtype, ""), plain, mask)
 
 
 def decomposition_table(keep_fused: bool) -> dict[torch._ops.OperatorBase, Callable[..., object]]:

@@ -52,10 +52,19 @@ HEAD_DIMS = (16, 32, 64, 128)  # the attention kernel holds whole head rows: pow
 HEADS_FORWARD = [0, 2, 1, 3]  # [batch, seq, heads, dim] <-> [batch, heads, seq, dim]
 
 
-def attention_outlined(query: tuple[int, ...], key: tuple[int, ...], value: tuple[int, ...], dtype: str, plain: bool) -> bool:
+def attention_outlined(
+    query: tuple[int, ...], key: tuple[int, ...], value: tuple[int, ...], dtype: str, plain: bool,
+    mask: tuple[tuple[int, ...], str] | None = None,
+) -> bool:  # fmt: skip
     """Whether this pass takes a scaled_dot_product_attention with these (static) operand shapes and dtype
-    (MLIR's spelling); `plain`: no mask tensor, no dropout, no grouped heads. The importer asks it too,
+    (MLIR's spelling); `plain`: no dropout, no grouped heads; `mask`: the mask tensor's shape and dtype
+    (i1, or a float dtype: added to the scores), rank 4 and broadcastable. The importer asks it too,
     to keep such attention whole where the kernel computes it."""
+    if mask is not None:
+        full = (query[0], query[1], query[2], key[2]) if len(query) == 4 and len(key) == 4 else ()
+        shape, mask_dtype = mask
+        if mask_dtype not in ("i1", *KERNEL_DTYPES) or not _broadcasts(shape, full):
+            return False
     return (
         plain
         and dtype in KERNEL_DTYPES
@@ -66,6 +75,11 @@ def attention_outlined(query: tuple[int, ...], key: tuple[int, ...], value: tupl
         and query[3] == key[3]
         and query[3] in HEAD_DIMS
     )
+
+
+def _broadcasts(shape: tuple[int, ...], full: tuple[int, ...]) -> bool:
+    """Whether a rank-4 `shape` broadcasts to `full` (each size 1 or the full one)."""
+    return len(shape) == 4 == len(full) and all(size in (1, whole) for size, whole in zip(shape, full, strict=True))
 
 
 def run(module: ir.Operation, pass_run: PassRun) -> None:
@@ -337,10 +351,14 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
     scale = op.operands[SCALE]
     dropout = number(op.operands[DROPOUT])
     gqa = _bool(op.operands[GQA]) if len(op.operands) > GQA else False
-    masked = not str(op.operands[MASK].type).startswith("!torch.none")
+    mask = None if _is_none(op.operands[MASK]) else _mask_source(op.operands[MASK])
     if q is None or k is None or v is None or causal is None or (number(scale) is None and not _is_none(scale)):
         return None
-    if not attention_outlined(q.shape, k.shape, v.shape, q.dtype, not masked and dropout == 0 and gqa is False):
+    if not _is_none(op.operands[MASK]) and mask is None:
+        return None
+    mask_type = _static(mask) if mask is not None else None
+    described_mask = (mask_type.shape, mask_type.dtype) if mask_type is not None else None
+    if not attention_outlined(q.shape, k.shape, v.shape, q.dtype, dropout == 0 and gqa is False, described_mask):
         return None
     if k.dtype != q.dtype or v.dtype != q.dtype:
         return None
@@ -360,15 +378,34 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
         "layout": "bshd" if peeled else "bhsd",
         "out_layout": "bshd" if out_peeled else "bhsd",
     }
+    if mask_type is not None:
+        description.update(mask="bool" if mask_type.dtype == "i1" else mask_type.dtype, mask_shape=list(mask_type.shape))
     result_type = op.results[0].type
+    full_mask = [batch, heads, seq_q, k.shape[2]]
 
     def body(build: _Builder, args: list[ir.Value]) -> ir.Value:
-        qkv = [build.permute(arg, HEADS_FORWARD) for arg in args] if peeled else args
-        operands = [*qkv, build.none(), build.float_(0.0), build.bool_(causal), build.float_(description["scale"]), build.bool_(False)]
+        qkv = [build.permute(arg, HEADS_FORWARD) for arg in args[:3]] if peeled else args[:3]
+        given = build.none()
+        if mask_type is not None:  # at the full batch: IREE's fused attention does not broadcast it
+            given = build.op("torch.aten.expand", [args[3], build.ints(full_mask), build.bool_(False)], vtensor(full_mask, mask_type.dtype))
+        operands = [*qkv, given, build.float_(0.0), build.bool_(causal), build.float_(description["scale"]), build.bool_(False)]
         result = build.op("torch.aten.scaled_dot_product_attention", operands, result_type)
         return build.permute(result, HEADS_FORWARD) if out_peeled else result
 
-    return description, operands, body, [user] if out_peeled else []
+    return description, [*operands, *([mask] if mask is not None else [])], body, [user] if out_peeled else []
+
+
+def _mask_source(mask: ir.Value) -> ir.Value | None:
+    """The attention mask as the kernel reads it: the tensor an `expand`/`broadcast_to` broadcast (the
+    kernel broadcasts it through zero strides), static; None for a mask it cannot read."""
+    source = mask
+    while (expanded := producer(source, "torch.aten.expand", "torch.aten.broadcast_to")) is not None:
+        described = _static(expanded.operands[0])
+        if described is None or len(described.shape) != 4:
+            break
+        source = expanded.operands[0]
+    described = _static(source)
+    return source if described is not None and len(described.shape) == 4 else None
 
 
 def _is_none(value: ir.Value) -> bool:

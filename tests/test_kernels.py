@@ -249,19 +249,22 @@ def test_hopper_attention_goes_to_kilns_kernel_in_f32_too(case, tmp_path, monkey
     compiled = run_pipeline(model_spec(ATTENTION), options, say=notes.append).compiled
     assert compiled is not None
     aten = next(tmp_path.glob("*-aten.mlir")).read_text()
-    assert aten.count("torch.aten.scaled_dot_product_attention") == (0 if case == "kernels-off" else 2)
+    assert aten.count("torch.aten.scaled_dot_product_attention") == (0 if case == "kernels-off" else 4)
     attention = [record for record in compiled.manifest.kernels if record["contraction"].startswith("attn")]
     dispatched = {entry for _, entry in KILN_DISPATCH.findall(flow_phase(tmp_path))}
     (dispatch_creation,) = tmp_path.glob("*-vmfb-05-dispatch-creation.mlir")
     if case == "kernels":
-        assert [(r["code"], r["layout"], r["precision"]) for r in attention] == [("kiln", "bshd", "tf32x3"), ("kiln", "bhsd", "tf32x3")]
+        assert [(r["code"], r["layout"], r["precision"]) for r in attention] == [
+            ("kiln", "bshd", "tf32x3"), ("kiln", "bhsd", "tf32x3"), ("kiln", "bshd", "tf32x3"), ("kiln", "bshd", "tf32x3"),
+        ]  # fmt: skip
+        assert [r["contraction"].rsplit("-", 1)[-1] for r in attention[2:]] == ["mask2x1x1x50bool", "mask2x1x1x50f32"]
         assert {record["kernel"] for record in attention} <= dispatched
         assert "iree_linalg_ext.attention" not in dispatch_creation.read_text()
     elif case == "kernels-off":
         assert attention == [] and not dispatched
         assert "iree_linalg_ext.attention" not in dispatch_creation.read_text()
     else:
-        assert [record["code"] for record in attention] == ["iree", "iree"] and not dispatched
+        assert [record["code"] for record in attention] == ["iree"] * 4 and not dispatched
         assert "iree_linalg_ext.attention" in dispatch_creation.read_text()
         assert any("attn2x4x50x50x32-f32-tf32x3-causal" in note and "Triton is not installed" in note for note in notes)
 
@@ -372,25 +375,51 @@ def _attention_reference(kernel: Kernel, name: str) -> str:
     shapes = c.operand_shapes()
     vtensor = lambda shape: f"!torch.vtensor<[{','.join(map(str, shape))}],{c.dtype}>"  # noqa: E731
     heads_forward = lambda shape: (shape[0], shape[2], shape[1], shape[3])  # noqa: E731
-    lines = [f"  func.func private @{name}(%q: {_tensor(shapes[0], c.dtype)}, %k: {_tensor(shapes[1], c.dtype)}, %v: {_tensor(shapes[2], c.dtype)}) -> {_tensor(c.result_shape(), c.dtype)} {{"]
+    mask_arg = f", %m: {_tensor(c.mask_shape, c.operand_dtypes()[3])}" if c.mask else ""
+    lines = [f"  func.func private @{name}(%q: {_tensor(shapes[0], c.dtype)}, %k: {_tensor(shapes[1], c.dtype)}, %v: {_tensor(shapes[2], c.dtype)}{mask_arg}) -> {_tensor(c.result_shape(), c.dtype)} {{"]
     lines += [f"    %i{i} = torch.constant.int {i}" for i in range(4)]
     lines.append("    %order = torch.prim.ListConstruct %i0, %i2, %i1, %i3 : (!torch.int, !torch.int, !torch.int, !torch.int) -> !torch.list<int>")
+    given = "%none"
+    if c.mask:  # as the kernel reads it (a bool mask as bytes), back to SDPA's form at the full batch
+        full = (c.batch, c.heads, c.seq_q, c.seq_k)
+        mask_dtype = "si8" if c.mask == "bool" else c.mask
+        mask = lambda shape, dtype=mask_dtype: f"!torch.vtensor<[{','.join(map(str, shape))}],{dtype}>"  # noqa: E731
+        lines.append(f"    %m0 = torch_c.from_builtin_tensor %m : {_tensor(c.mask_shape, c.operand_dtypes()[3])} -> {mask(c.mask_shape)}")
+        source, source_dtype = "%m0", mask_dtype
+        if c.mask == "bool":
+            lines += [
+                "    %i11 = torch.constant.int 11",
+                "    %nf = torch.constant.bool false",
+                "    %nn = torch.constant.none",
+                f"    %m1 = torch.aten.to.dtype %m0, %i11, %nf, %nf, %nn : {mask(c.mask_shape)}, !torch.int, !torch.bool, !torch.bool, !torch.none -> {mask(c.mask_shape, 'i1')}",
+            ]
+            source, source_dtype = "%m1", "i1"
+        sizes = ", ".join(f"%s{i}" for i in range(4))
+        lines += [f"    %s{i} = torch.constant.int {size}" for i, size in enumerate(full)]
+        lines += [
+            f"    %full = torch.prim.ListConstruct {sizes} : (!torch.int, !torch.int, !torch.int, !torch.int) -> !torch.list<int>",
+            "    %xf = torch.constant.bool false",
+            f"    %mask = torch.aten.expand {source}, %full, %xf : {mask(c.mask_shape, source_dtype)}, !torch.list<int>, !torch.bool -> {mask(full, source_dtype)}",
+        ]
+        given = "%mask"
     operands = []
-    for name_, shape in zip("qkv", shapes, strict=True):
+    for name_, shape in zip("qkv", shapes[:3], strict=True):
         lines.append(f"    %{name_}0 = torch_c.from_builtin_tensor %{name_} : {_tensor(shape, c.dtype)} -> {vtensor(shape)}")
         if c.layout == "bshd":
             lines.append(f"    %{name_}1 = torch.aten.permute %{name_}0, %order : {vtensor(shape)}, !torch.list<int> -> {vtensor(heads_forward(shape))}")
         operands.append(f"%{name_}1" if c.layout == "bshd" else f"%{name_}0")
     bhsd = (c.batch, c.heads, c.seq_q, c.head_dim)
-    types = ", ".join(vtensor(heads_forward(shape) if c.layout == "bshd" else shape) for shape in shapes)
+    types = ", ".join(vtensor(heads_forward(shape) if c.layout == "bshd" else shape) for shape in shapes[:3])
+    mask_dtype_sdpa = "i1" if c.mask == "bool" else c.mask
+    mask_type = f"!torch.vtensor<[{c.batch},{c.heads},{c.seq_q},{c.seq_k}],{mask_dtype_sdpa}>" if c.mask else "!torch.none"
     lines += [
         "    %none = torch.constant.none",
         "    %zero = torch.constant.float 0.0",
         f"    %scale = torch.constant.float {c.scale!r}",
         f"    %causal = torch.constant.bool {'true' if c.causal else 'false'}",
         "    %false = torch.constant.bool false",
-        f"    %a = torch.aten.scaled_dot_product_attention {', '.join(operands)}, %none, %zero, %causal, %scale, %false : "
-        f"{types}, !torch.none, !torch.float, !torch.bool, !torch.float, !torch.bool -> {vtensor(bhsd)}",
+        f"    %a = torch.aten.scaled_dot_product_attention {', '.join(operands)}, {given}, %zero, %causal, %scale, %false : "
+        f"{types}, {mask_type}, !torch.float, !torch.bool, !torch.float, !torch.bool -> {vtensor(bhsd)}",
     ]
     result = "%a"
     if c.out_layout == "bshd":
@@ -437,7 +466,7 @@ def _run_on_cpu(text: str, compiled: Compiled, inputs: tuple[torch.Tensor, ...],
 # model file -> the kernels of its compile, by kind and layout
 WIRED = {
     CONTRACTIONS: {("Conv2d", "nchw"): 1, ("Conv2d", "nhwc"): 3, ("Matmul", "nk"): 2, ("Matmul", "nk+bias"): 1},
-    ATTENTION: {("Matmul", "nk+bias"): 1, ("Attention", "bshd"): 1, ("Attention", "bhsd"): 1},
+    ATTENTION: {("Matmul", "nk+bias"): 1, ("Attention", "bshd"): 3, ("Attention", "bhsd"): 1},
 }
 
 

@@ -23,7 +23,7 @@ from .tiles import Tiles
 TRITON_VERSION = "3.9.0"  # the version the ABI trim below was written against and the GPU run used
 PTX_VERSION = 90  # Triton 3.9's default `.version 9.4` is rejected by CUDA 13.0 drivers (580)
 MAX_INT32 = 2**31 - 1  # offsets are 32-bit: every operand must have fewer elements
-_TRITON_TYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16"}
+_TRITON_TYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16", "i8": "i8"}
 # (kind, dtype, precision) that ran correctly on an H100 (benchmarks/results/kernels-h100.json); the
 # same source in other dtypes and precisions compiles but has not run on a GPU yet.
 CHECKED = {
@@ -138,15 +138,27 @@ def _compile_attention(attention: Attention, tiles: Tiles) -> Kernel:
     q = _strides(attention.layout, {**sizes, "s": attention.seq_q})
     k = _strides(attention.layout, {**sizes, "s": attention.seq_k})
     o = _strides(attention.out_layout, {**sizes, "s": attention.seq_q})
+    mask = _broadcast_strides(attention.mask_shape) if attention.mask else (0, 0, 0, 0)
     constants = dict(
         HEADS=attention.heads, SEQ_Q=attention.seq_q, SEQ_K=attention.seq_k, HEAD_DIM=attention.head_dim,
         Q_SB=q["b"], Q_SH=q["h"], Q_SS=q["s"], K_SB=k["b"], K_SH=k["h"], K_SS=k["s"],
         V_SB=k["b"], V_SH=k["h"], V_SS=k["s"], O_SB=o["b"], O_SH=o["h"], O_SS=o["s"],
+        M_SB=mask[0], M_SH=mask[1], M_SQ=mask[2], M_SK=mask[3], MASK={"": 0, "bool": 1}.get(attention.mask, 2),
         QK_SCALE=attention.scale * math.log2(math.e), CAUSAL=attention.causal,
         BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, PRECISION=attention.precision or "ieee",
     )  # fmt: skip
     grid = (math.ceil(attention.seq_q / tiles.block_m), attention.batch * attention.heads, 1)
-    return _compile("kiln_attention", ("q_ptr", "k_ptr", "v_ptr", "o_ptr"), constants, attention, tiles, grid, "kiln_attn")
+    pointers = ("q_ptr", "k_ptr", "v_ptr", *(("mask_ptr",) if attention.mask else ()), "o_ptr")
+    return _compile("kiln_attention", pointers, constants, attention, tiles, grid, "kiln_attn")
+
+
+def _broadcast_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Contiguous strides of `shape`, 0 along each dimension of size 1 (broadcast)."""
+    strides, step = [], 1
+    for size in reversed(shape):
+        strides.append(step if size != 1 else 0)
+        step *= size
+    return tuple(reversed(strides))
 
 
 def _strides(layout: str, sizes: dict[str, int]) -> dict[str, int]:
@@ -176,11 +188,12 @@ def _compile(
 
     fn = getattr(triton_source, kernel_name)
     entry = prefix + "_" + re.sub(r"[^A-Za-z0-9_]", "_", f"{contraction.label}_{tiles.label}")
-    signature = {name: f"*{_TRITON_TYPES[contraction.dtype]}" for name in pointers[:-1]}
-    signature[pointers[-1]] = f"*{_TRITON_TYPES[contraction.out_dtype]}"
+    dtypes = (*contraction.operand_dtypes(), contraction.out_dtype)
+    signature = {name: f"*{_TRITON_TYPES[dtype]}" for name, dtype in zip(pointers, dtypes, strict=True)}
     constexprs = dict(constants)
-    if "bias_ptr" in fn.arg_names and "bias_ptr" not in pointers:  # no bias: the epilogue compiles away
-        constexprs["bias_ptr"] = None
+    for optional in ("bias_ptr", "mask_ptr"):  # a bias or mask the kernel is not given compiles away
+        if optional in fn.arg_names and optional not in pointers:
+            constexprs[optional] = None
     signature.update(dict.fromkeys(constexprs, "constexpr"))
     signature = {name: signature[name] for name in fn.arg_names}  # in parameter order
     # IREE binds every buffer at an offset aligned to 64 bytes: the pointers are 16-byte divisible.

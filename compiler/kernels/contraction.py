@@ -43,6 +43,9 @@ class Matmul:
     def result_shape(self) -> tuple[int, ...]:
         return (self.m, self.n)
 
+    def operand_dtypes(self) -> tuple[str, ...]:
+        return (self.dtype,) * len(self.operand_shapes())
+
     @property
     def flops(self) -> int:
         return 2 * self.m * self.n * self.k
@@ -108,6 +111,9 @@ class Conv2d:
             return (self.n, self.p, self.q, self.k_out)
         return (self.n, self.k_out, self.p, self.q)
 
+    def operand_dtypes(self) -> tuple[str, ...]:
+        return (self.dtype,) * len(self.operand_shapes())
+
     @property
     def flops(self) -> int:
         return 2 * self.n * self.p * self.q * self.k_out * self.r * self.s * self.c
@@ -157,13 +163,23 @@ class Attention:
     precision: str = ""
     layout: str = "bhsd"
     out_layout: str = "bhsd"
+    # A mask tensor: "" none, "bool" (True keeps a score; the kernel reads it as bytes, "i8"), or the
+    # dtype of an additive one; `mask_shape` is [batch or 1, heads or 1, seq_q or 1, seq_k or 1]: the
+    # kernel broadcasts it with zero strides.
+    mask: str = ""
+    mask_shape: tuple[int, ...] = ()
 
     @property
     def out_dtype(self) -> str:
         return self.dtype
 
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
-        return tuple(self._shape(self.layout, seq) for seq in (self.seq_q, self.seq_k, self.seq_k))
+        qkv = tuple(self._shape(self.layout, seq) for seq in (self.seq_q, self.seq_k, self.seq_k))
+        return (*qkv, self.mask_shape) if self.mask else qkv
+
+    def operand_dtypes(self) -> tuple[str, ...]:
+        mask = ("i8" if self.mask == "bool" else self.mask,) if self.mask else ()
+        return (self.dtype,) * 3 + mask
 
     def result_shape(self) -> tuple[int, ...]:
         return self._shape(self.out_layout, self.seq_q)
@@ -183,7 +199,8 @@ class Attention:
 
     @property
     def label(self) -> str:
-        return f"{self.shape_key}-{self.layout}-{self.out_layout}"
+        mask = f"-mask{'x'.join(map(str, self.mask_shape))}{self.mask}" if self.mask else ""
+        return f"{self.shape_key}-{self.layout}-{self.out_layout}{mask}"
 
     @property
     def shape_key(self) -> str:
@@ -209,5 +226,6 @@ def from_description(description: Mapping[str, Any]) -> Contraction:
             fields[name] = tuple(fields[name])
         return Conv2d(**fields)
     if kind == "attention":
+        fields["mask_shape"] = tuple(fields.get("mask_shape", ()))
         return Attention(**fields)
     raise ValueError(f"unknown contraction kind {kind!r}")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .build import Kernel
-from .contraction import Contraction, Conv2d, Matmul
+from .contraction import Attention, Contraction, Conv2d, Matmul
 
 # The target of the PTX object; IREE matches objects to the module's executable variants by it.
 EXECUTABLE_TARGET = '#hal.executable.target<"cuda", "cuda-nvptx-fb">'
@@ -69,10 +69,12 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
         operands = [body.permute(value, type_, [0, 2, 3, 1]) for value, type_ in zip(operands, signature.operands, strict=False)]
     elif isinstance(described, Matmul) and described.b_layout != contraction.b_layout:
         operands[1] = body.permute(operands[1], signature.operands[1], [1, 0])  # B[K, N]: the kernel reads W[N, K]
-    dtype = contraction.dtype
+    if isinstance(contraction, Attention) and contraction.mask == "bool":  # the kernel reads bytes
+        operands[3] = body.to_int8(operands[3], signature.operands[3])
+    dtypes = [dtype if dtype != "i8" else "si8" for dtype in contraction.operand_dtypes()]  # torch's name
     result_shape, out_dtype = contraction.result_shape(), contraction.out_dtype
-    built = [body.to_builtin(value, _vtensor(shape, dtype)) for value, shape in zip(operands, shapes, strict=True)]
-    types = [_tensor(shape, dtype) for shape in shapes]
+    built = [body.to_builtin(value, _vtensor(shape, dtype)) for value, shape, dtype in zip(operands, shapes, dtypes, strict=True)]
+    types = [_tensor(shape, dtype) for shape, dtype in zip(shapes, contraction.operand_dtypes(), strict=True)]
     dispatched = body.line(
         f"flow.dispatch @{executable_name}::@{kernel.entry}({', '.join(built)}) : "
         f"({', '.join(types)}) -> {_tensor(result_shape, out_dtype)}"
@@ -121,7 +123,17 @@ class _Body:
         return self.line(f"torch.aten.permute {value}, {listed} : {type_}, !torch.list<int> -> {permuted}")
 
     def to_builtin(self, value: str, type_: str) -> str:
-        return self.line(f"torch_c.to_builtin_tensor {value} : {type_} -> {_tensor(_shape(type_), _dtype(type_))}")
+        builtin = _tensor(_shape(type_), _dtype(type_).replace("si8", "i8"))  # builtin integers are signless
+        return self.line(f"torch_c.to_builtin_tensor {value} : {type_} -> {builtin}")
+
+    def to_int8(self, value: str, type_: str) -> str:
+        """A bool tensor as int8 (1 keeps, 0 masks), the bytes the attention kernel reads."""
+        operands = f"{value}, {self.int_(1)}, {self.constant('bool', 'false')}, {self.constant('bool', 'false')}, {self.constant('none')}"
+        types = f"{type_}, !torch.int, !torch.bool, !torch.bool, !torch.none"
+        return self.line(f"torch.aten.to.dtype {operands} : {types} -> {_vtensor(_shape(type_), 'si8')}")
+
+    def constant(self, kind: str, value: str = "") -> str:
+        return self.line(f"torch.constant.{kind} {value}".rstrip())
 
     def add_bias(self, value: str, type_: str, bias: str, bias_type: str, conv: Conv2d) -> str:
         """`value + bias`, the bias along the channel axis of the kernel's result layout."""

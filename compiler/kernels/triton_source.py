@@ -148,14 +148,17 @@ def kiln_conv2d(
 
 @triton.jit
 def _attend(
-    q, acc, m_i, l_i, k_base, v_base, rows, start, end,
+    q, acc, m_i, l_i, k_base, v_base, mask_base, rows, safe_rows, start, end,
     K_SS: tl.constexpr, V_SS: tl.constexpr, SEQ_K: tl.constexpr, HEAD_DIM: tl.constexpr,
+    M_SQ: tl.constexpr, M_SK: tl.constexpr, MASK: tl.constexpr,
     BLOCK_N: tl.constexpr, QK_SCALE: tl.constexpr, CAUSAL: tl.constexpr, MASKED: tl.constexpr,
     PRECISION: tl.constexpr,
 ):  # fmt: skip
     """Key/value blocks [start, end) into the running softmax (base-2 exponentials, max-subtracted):
     `acc` the unnormalized output rows, `m_i` their running maxima, `l_i` their running sums. MASKED:
-    columns past SEQ_K (and, causal, past each row) count as -inf; unmasked blocks are wholly valid."""
+    columns past SEQ_K (and, causal, past each row) count as -inf, and the mask tensor applies (MASK 1:
+    a nonzero byte keeps a score, 0 makes it -inf; MASK 2: added to the scores); unmasked blocks are
+    wholly valid. A row with no score kept so far keeps m_i = -inf and adds nothing (no NaN)."""
     dims = tl.arange(0, HEAD_DIM)
     for first in range(start, end, BLOCK_N):
         cols = first + tl.arange(0, BLOCK_N)
@@ -166,10 +169,17 @@ def _attend(
             valid = cols[None, :] < SEQ_K
             if CAUSAL:
                 valid = valid & (cols[None, :] <= rows[:, None])
+            if MASK != 0:
+                given = tl.load(mask_base + safe_rows[:, None] * M_SQ + safe_cols[None, :] * M_SK)
+                if MASK == 1:
+                    valid = valid & (given != 0)
+                else:
+                    s += given.to(tl.float32) * 1.4426950408889634  # log2(e): the scores are in base 2
             s = tl.where(valid, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.math.exp2(s - m_new[:, None])
-        alpha = tl.math.exp2(m_i - m_new)
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.math.exp2(s - m_safe[:, None])
+        alpha = tl.math.exp2(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 1)
         v = tl.load(v_base + safe_cols[:, None] * V_SS + dims[None, :])
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
@@ -179,12 +189,13 @@ def _attend(
 
 @triton.jit
 def kiln_attention(
-    q_ptr, k_ptr, v_ptr, o_ptr,
+    q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr,
     HEADS: tl.constexpr, SEQ_Q: tl.constexpr, SEQ_K: tl.constexpr, HEAD_DIM: tl.constexpr,
     Q_SB: tl.constexpr, Q_SH: tl.constexpr, Q_SS: tl.constexpr,
     K_SB: tl.constexpr, K_SH: tl.constexpr, K_SS: tl.constexpr,
     V_SB: tl.constexpr, V_SH: tl.constexpr, V_SS: tl.constexpr,
     O_SB: tl.constexpr, O_SH: tl.constexpr, O_SS: tl.constexpr,
+    M_SB: tl.constexpr, M_SH: tl.constexpr, M_SQ: tl.constexpr, M_SK: tl.constexpr, MASK: tl.constexpr,
     QK_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
 ):  # fmt: skip
@@ -192,7 +203,10 @@ def kiln_attention(
     streaming over key/value blocks with an online softmax, so the seq_q x seq_k scores never reach
     memory. QK_SCALE is the softmax scale times log2(e). Causal (top-left aligned, as PyTorch's
     is_causal): blocks wholly left of the diagonal run unmasked, those across it masked, those right of
-    it not at all. Every dimension's stride is a constant; the head dimension's is 1."""
+    it not at all. A mask tensor (MASK 1: bytes, nonzero keeps; 2: additive) is read through its
+    strides, 0 along the dimensions it broadcasts; with one every block is masked. A row no score is
+    kept in comes out 0 (PyTorch's safe softmax), not NaN. Every dimension's stride is a constant; the
+    head dimension's is 1."""
     tile_m = tl.program_id(0)
     batch = tl.program_id(1) // HEADS
     head = tl.program_id(1) % HEADS
@@ -205,7 +219,12 @@ def kiln_attention(
     acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    mask_base = q_ptr  # not read without a mask (mask_ptr is None then)
+    if MASK != 0:
+        mask_base = mask_ptr + batch * M_SB + head * M_SH
     whole = (SEQ_K // BLOCK_N) * BLOCK_N  # key blocks with no column past SEQ_K
+    if MASK != 0:
+        whole = 0  # the mask applies everywhere
     if CAUSAL:
         unmasked_end = tl.minimum(tile_m * BLOCK_M, whole)  # BLOCK_M is a multiple of BLOCK_N
         end = tl.minimum((tile_m + 1) * BLOCK_M, SEQ_K)
@@ -213,13 +232,13 @@ def kiln_attention(
         unmasked_end = whole
         end = SEQ_K
     acc, m_i, l_i = _attend(
-        q, acc, m_i, l_i, k_base, v_base, rows, 0, unmasked_end,
-        K_SS, V_SS, SEQ_K, HEAD_DIM, BLOCK_N, QK_SCALE, CAUSAL, False, PRECISION,
+        q, acc, m_i, l_i, k_base, v_base, mask_base, rows, safe_rows, 0, unmasked_end,
+        K_SS, V_SS, SEQ_K, HEAD_DIM, M_SQ, M_SK, MASK, BLOCK_N, QK_SCALE, CAUSAL, False, PRECISION,
     )  # fmt: skip
     acc, m_i, l_i = _attend(
-        q, acc, m_i, l_i, k_base, v_base, rows, unmasked_end, end,
-        K_SS, V_SS, SEQ_K, HEAD_DIM, BLOCK_N, QK_SCALE, CAUSAL, True, PRECISION,
+        q, acc, m_i, l_i, k_base, v_base, mask_base, rows, safe_rows, unmasked_end, end,
+        K_SS, V_SS, SEQ_K, HEAD_DIM, M_SQ, M_SK, MASK, BLOCK_N, QK_SCALE, CAUSAL, True, PRECISION,
     )  # fmt: skip
-    out = acc / l_i[:, None]
+    out = tl.where(l_i[:, None] > 0, acc / l_i[:, None], 0.0)
     o_ptrs = o_ptr + batch * O_SB + head * O_SH + rows[:, None] * O_SS + dims[None, :]
     tl.store(o_ptrs, out.to(o_ptr.dtype.element_ty), mask=rows[:, None] < SEQ_Q)

@@ -3,7 +3,9 @@
 A causal self-attention written as GPT-2 code writes it (heads split from [batch, seq, heads * dim]
 and moved forward, the result moved back: the kernel reads and writes [batch, seq, heads, dim]), and
 a cross-attention of 24 queries over 40 keys as SDPA takes it ([batch, heads, seq, dim]) with its own
-scale. Sequences no kernel block divides. Takes `dtype` and `batch` like the suite's model files.
+scale, and two masked self-attentions: a boolean padding mask over the keys ([batch, 1, 1, keys], as
+Hugging Face models pass one; the first image's first 30 keys masked) and an additive float mask. Sequences no kernel block divides. Takes `dtype` and
+`batch` like the suite's model files.
 """
 
 import torch
@@ -20,14 +22,17 @@ class Attention(nn.Module):
         super().__init__()
         self.qkv = nn.Linear(HEADS * HEAD_DIM, 3 * HEADS * HEAD_DIM)
 
-    def forward(self, x: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, ...]:
         batch, seq, _ = x.shape
         q, k, v = self.qkv(x).split(HEADS * HEAD_DIM, dim=2)
         q, k, v = (t.view(batch, seq, HEADS, HEAD_DIM).transpose(1, 2) for t in (q, k, v))
         causal = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(batch, seq, -1)
         keys = memory.view(batch, HEADS, -1, HEAD_DIM)
         cross = F.scaled_dot_product_attention(q[:, :, :24], keys, keys * 0.5, scale=0.3)
-        return causal, cross
+        keep = (x[:, :, 0] > -0.5)[:, None, None, :]  # [batch, 1, 1, keys]
+        padded = F.scaled_dot_product_attention(q, k, v, attn_mask=keep.expand(batch, 1, seq, seq))
+        additive = F.scaled_dot_product_attention(q, k, v, attn_mask=x[:, None, None, :, 1] * 2.0)
+        return causal, cross, padded, additive
 
 
 def get_model(dtype: str = "f32") -> nn.Module:
@@ -39,5 +44,6 @@ def get_example_inputs(batch: str = "small", dtype: str = "f32") -> tuple[torch.
     generator = torch.Generator().manual_seed(1)
     size = BATCHES[batch]
     x = torch.randn(size, 50, HEADS * HEAD_DIM, generator=generator)
+    x[0, :30, 0] = -1.0  # the first image's first 30 keys are padding
     memory = torch.randn(size, HEADS * 40 * HEAD_DIM, generator=generator)
     return x.to(DTYPES[dtype]), memory.to(DTYPES[dtype])

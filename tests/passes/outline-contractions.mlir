@@ -218,16 +218,21 @@ module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff 
 // -----
 
 // f32 attention as SDPA takes it, with a given scale: "bhsd", the matmul precision's kernel (tf32x3 at
-// "highest"). One with a mask tensor, and one whose head dimension (48) the kernel does not take, stay.
+// "highest"). With an additive mask tensor too (described by its dtype and shape); one whose head
+// dimension (48) the kernel does not take stays.
 // CHECK-LABEL: func.func @f32_scaled
 // CHECK:         call @kiln_attention_0(%arg0, %arg1, %arg2) : (!torch.vtensor<[1,2,8,64],f32>, !torch.vtensor<[1,2,12,64],f32>, !torch.vtensor<[1,2,12,64],f32>) -> !torch.vtensor<[1,2,8,64],f32>
-// CHECK:         torch.aten.scaled_dot_product_attention %arg0, %arg1, %arg2, %arg3
+// CHECK:         call @kiln_attention_1(%arg0, %arg1, %arg2, %arg3) : ({{.*}}, !torch.vtensor<[1,2,8,12],f32>) -> !torch.vtensor<[1,2,8,64],f32>
 // CHECK:         torch.aten.scaled_dot_product_attention %arg4, %arg4, %arg4, %none
 // CHECK:       func.func private @kiln_attention_0
 // CHECK-SAME:    causal = false, dtype = "f32", head_dim = 64 : i64, heads = 2 : i64, kind = "attention", layout = "bhsd", out_layout = "bhsd", precision = "tf32x3", scale = 5.000000e-01 : f64, seq_k = 12 : i64, seq_q = 8 : i64
 // CHECK-NOT:     torch.aten.permute
 // CHECK:         torch.aten.scaled_dot_product_attention %arg0, %arg1, %arg2
-// CHECK-NOT:   func.func private @kiln_attention_1
+// CHECK:       func.func private @kiln_attention_1
+// CHECK-SAME:    mask = "f32", mask_shape = [1, 2, 8, 12]
+// CHECK:         %[[M:.*]] = torch.aten.expand %arg3
+// CHECK:         torch.aten.scaled_dot_product_attention %arg0, %arg1, %arg2, %[[M]]
+// CHECK-NOT:   func.func private @kiln_attention_2
 module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on", kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
   func.func @f32_scaled(%q: !torch.vtensor<[1,2,8,64],f32>, %k: !torch.vtensor<[1,2,12,64],f32>, %v: !torch.vtensor<[1,2,12,64],f32>, %mask: !torch.vtensor<[1,2,8,12],f32>, %x: !torch.vtensor<[1,2,8,48],f32>) -> (!torch.vtensor<[1,2,8,64],f32>, !torch.vtensor<[1,2,8,64],f32>, !torch.vtensor<[1,2,8,48],f32>) {
     %none = torch.constant.none
@@ -283,5 +288,30 @@ module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff 
     %mm32 = torch.aten.mm %x32, %wt32 : !torch.vtensor<[8,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[8,32],f32>
     %add32 = torch.aten.add.Tensor %mm32, %b32, %int1 : !torch.vtensor<[8,32],f32>, !torch.vtensor<[32],f32>, !torch.int -> !torch.vtensor<[8,32],f32>
     return %y, %add32, %mm32 : !torch.vtensor<[8,32],bf16>, !torch.vtensor<[8,32],f32>, !torch.vtensor<[8,32],f32>
+  }
+}
+
+// -----
+
+// A boolean mask as Hugging Face models pass it, [batch, 1, 1, keys] expanded to the scores' shape: the
+// kernel reads the tensor before the expand (broadcasting through zero strides); the function's torch
+// ops expand it again, as IREE's own attention needs it.
+// CHECK-LABEL: func.func @padding_mask
+// CHECK:         call @kiln_attention_0(%arg0, %arg1, %arg2, %arg3) : ({{.*}}, !torch.vtensor<[2,1,1,16],i1>) -> !torch.vtensor<[2,4,16,32],bf16>
+// CHECK:       func.func private @kiln_attention_0
+// CHECK-SAME:    mask = "bool", mask_shape = [2, 1, 1, 16]
+// CHECK:         torch.aten.expand %arg3, {{.*}} -> !torch.vtensor<[2,4,16,16],i1>
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on", kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @padding_mask(%q: !torch.vtensor<[2,4,16,32],bf16>, %k: !torch.vtensor<[2,4,16,32],bf16>, %v: !torch.vtensor<[2,4,16,32],bf16>, %keep: !torch.vtensor<[2,1,1,16],i1>) -> !torch.vtensor<[2,4,16,32],bf16> {
+    %int2 = torch.constant.int 2
+    %int4 = torch.constant.int 4
+    %int16 = torch.constant.int 16
+    %false = torch.constant.bool false
+    %none = torch.constant.none
+    %float0 = torch.constant.float 0.000000e+00
+    %sizes = torch.prim.ListConstruct %int2, %int4, %int16, %int16 : (!torch.int, !torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %mask = torch.aten.expand %keep, %sizes, %false : !torch.vtensor<[2,1,1,16],i1>, !torch.list<int>, !torch.bool -> !torch.vtensor<[2,4,16,16],i1>
+    %a = torch.aten.scaled_dot_product_attention %q, %k, %v, %mask, %float0, %false, %none, %false : !torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,4,16,16],i1>, !torch.float, !torch.bool, !torch.none, !torch.bool -> !torch.vtensor<[2,4,16,32],bf16>
+    return %a : !torch.vtensor<[2,4,16,32],bf16>
   }
 }
