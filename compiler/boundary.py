@@ -28,7 +28,7 @@ from .weights import load_torch_conversion_dialect
 STAGE = "aten"
 
 # torch dtype -> the element type of the builtin tensor a global holds (torch's vtensors are signed).
-_ELEMENT_TYPES = {
+ELEMENT_TYPES = {
     torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
     torch.int64: "i64", torch.int32: "i32", torch.int16: "i16", torch.int8: "i8", torch.uint8: "ui8",
     torch.bool: "i1", torch.complex64: "complex<f32>", torch.complex128: "complex<f64>",
@@ -146,9 +146,9 @@ def _constant_value(ip: ir.InsertionPoint, value: object, argument: ir.Value) ->
 
 
 def _builtin_type(value: torch.Tensor) -> ir.RankedTensorType:
-    if value.dtype not in _ELEMENT_TYPES:
+    if value.dtype not in ELEMENT_TYPES:
         raise KilnError(f"module state of dtype {value.dtype} cannot be kept in the artifact", stage=STAGE)
-    return ir.RankedTensorType.get(list(value.shape), ir.Type.parse(_ELEMENT_TYPES[value.dtype]))
+    return ir.RankedTensorType.get(list(value.shape), ir.Type.parse(ELEMENT_TYPES[value.dtype]))
 
 
 def _declare_state(module: ir.Module, name: str, value: torch.Tensor) -> None:

@@ -21,6 +21,7 @@ from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 from kiln.errors import KilnError
 from kiln.passes.outline_contractions import attention_outlined
 
+from .boundary import ELEMENT_TYPES
 from .decompositions import attention_masks_at_full_batch, kiln_decompositions, real_ffts_as_matmuls
 from .weights import Parameters, WeightHooks
 
@@ -47,9 +48,6 @@ def fused_attention_kept(program: ExportedProgram, dtypes: tuple[str, ...] | Non
     )
 
 
-_MLIR_DTYPES = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}
-
-
 def _kernel_attention(node: torch.fx.Node) -> bool:
     """Whether outline-contractions will give this attention node to kiln's kernel."""
     if node.target != torch.ops.aten.scaled_dot_product_attention.default:
@@ -67,11 +65,11 @@ def _kernel_attention(node: torch.fx.Node) -> bool:
     mask = None
     if isinstance(given, torch.fx.Node):
         value = given.meta["val"]
-        mask = (tuple(value.shape), "i1" if value.dtype == torch.bool else _MLIR_DTYPES.get(value.dtype, ""))
+        mask = (tuple(value.shape), ELEMENT_TYPES.get(value.dtype, ""))
         if not all(isinstance(size, int) for size in mask[0]):
             return False
     same_dtype = q.dtype == k.dtype == v.dtype
-    return same_dtype and attention_outlined(*shapes, _MLIR_DTYPES.get(q.dtype, ""), plain, mask)
+    return same_dtype and attention_outlined(*shapes, ELEMENT_TYPES.get(q.dtype, ""), plain, mask)
 
 
 def decomposition_table(keep_fused: bool) -> dict[torch._ops.OperatorBase, Callable[..., object]]:

@@ -17,8 +17,10 @@ Eligible, with static shapes:
   of nn.MultiheadAttention on batch-first inputs) is first rewritten as the one matmul it is:
   `view(mm(view(A, [b*m, k]), B), [b, m, n])`.
 - `aten.convolution` in 2-D, not transposed, groups 1 (a depthwise convolution is not a GEMM).
-- `aten.scaled_dot_product_attention` without a mask tensor, dropout or grouped heads, causal or not,
-  of 4-D f32, bf16 or f16 operands whose head dimension the kernel takes (HEAD_DIMS). Where Q, K and V
+- `aten.scaled_dot_product_attention` without dropout or grouped heads, causal or not, with or without
+  a rank-4 mask tensor (boolean, or additive in a float dtype; the function takes it before any
+  `expand` broadcast it), of 4-D f32, bf16 or f16 operands whose head dimension the kernel takes
+  (HEAD_DIMS). Where Q, K and V
   are all `permute(x, [0, 2, 1, 3])` (heads moved forward from [batch, seq, heads, dim]), the function
   takes the x and the kernel reads them through strides (layout "bshd"); likewise a result whose only
   use is that permute is returned permuted (out_layout "bshd"): no transposes are materialized.
@@ -39,7 +41,7 @@ from typing import Any
 from torch_mlir import ir
 
 from .pass_api import Pass, PassRun
-from .torch_ir import TensorType, defining_op, number, producer, tensor_type, vtensor
+from .torch_ir import TensorType, defining_op, is_none, number, producer, tensor_type, vtensor
 
 ATTRIBUTE = "kiln.contraction"
 KERNEL_DTYPES = ("f32", "bf16", "f16")
@@ -276,8 +278,9 @@ def _bias_epilogue(op: ir.Operation, n: int, dtype: str) -> tuple[ir.Value | Non
     the add's only user. Returns (the bias as the kernel reads it, in the operands' dtype; [add] or
     [add, to.dtype]), or (None, []). The kernel adds the bias to its f32 accumulator and rounds once,
     which is what the f32 ops compute."""
+    product = _static(op.results[0])
     add = _only_user(op.results[0], "torch.aten.add.Tensor")
-    if _static(op.results[0]) is None or _static(op.results[0]).dtype != "f32" or add is None:
+    if product is None or product.dtype != "f32" or add is None:
         return None, []
     if add.operands[0] != op.results[0] or number(add.operands[2]) != 1:
         return None, []
@@ -310,7 +313,7 @@ def _match_conv(op: ir.Operation, precision: str) -> Match | None:
         return None
     if x_type.dtype not in KERNEL_DTYPES or w_type.dtype != x_type.dtype or result.dtype != x_type.dtype:
         return None
-    has_bias = not str(bias.type).startswith("!torch.none")
+    has_bias = not is_none(bias)
     if has_bias and (_static(bias) is None or _static(bias).dtype != x_type.dtype):
         return None
     n, c, h, width = x_type.shape
@@ -351,10 +354,10 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
     scale = op.operands[SCALE]
     dropout = number(op.operands[DROPOUT])
     gqa = _bool(op.operands[GQA]) if len(op.operands) > GQA else False
-    mask = None if _is_none(op.operands[MASK]) else _mask_source(op.operands[MASK])
-    if q is None or k is None or v is None or causal is None or (number(scale) is None and not _is_none(scale)):
+    mask = None if is_none(op.operands[MASK]) else _mask_source(op.operands[MASK])
+    if q is None or k is None or v is None or causal is None or (number(scale) is None and not is_none(scale)):
         return None
-    if not _is_none(op.operands[MASK]) and mask is None:
+    if not is_none(op.operands[MASK]) and mask is None:
         return None
     mask_type = _static(mask) if mask is not None else None
     described_mask = (mask_type.shape, mask_type.dtype) if mask_type is not None else None
@@ -406,10 +409,6 @@ def _mask_source(mask: ir.Value) -> ir.Value | None:
         source = expanded.operands[0]
     described = _static(source)
     return source if described is not None and len(described.shape) == 4 else None
-
-
-def _is_none(value: ir.Value) -> bool:
-    return str(value.type).startswith("!torch.none")
 
 
 def _bmm_as_mm(op: ir.Operation) -> None:

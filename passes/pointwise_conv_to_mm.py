@@ -27,7 +27,7 @@ from torch_mlir import ir
 
 from .pass_api import Pass, PassRun, Rewriter, apply_patterns
 from .torch_build import constant_bool, constant_ints, view
-from .torch_ir import int_constant, int_list, number, tensor_type, vtensor
+from .torch_ir import int_constant, int_list, is_none, number, tensor_type, vtensor
 
 # aten.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 INPUT, WEIGHT, BIAS, STRIDE, PADDING, DILATION, TRANSPOSED, GROUPS = 0, 1, 2, 3, 4, 5, 6, 8
@@ -51,7 +51,7 @@ def pointwise_conv_to_mm(conv: ir.OpView, rewriter: Rewriter) -> None:
         or number(conv.operands[GROUPS]) != 1
     ):
         return
-    has_bias = not str(bias.type).startswith("!torch.none")
+    has_bias = not is_none(bias)
     bias_type = tensor_type(bias.type) if has_bias else None
     if has_bias and (bias_type is None or bias_type.dtype != source.dtype):
         return

@@ -66,6 +66,11 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     return owner.operation if isinstance(owner, (ir.Operation, ir.OpView)) else None
 
 
+def is_none(value: ir.Value) -> bool:
+    """Whether `value` is a `!torch.none` (an optional operand left out)."""
+    return str(value.type).startswith("!torch.none")
+
+
 def number(value: ir.Value) -> int | float | None:
     """The value of a `torch.constant.int` or `torch.constant.float`; None for anything else."""
     op = producer(value, "torch.constant.int", "torch.constant.float")

@@ -145,8 +145,8 @@ class Conv2d:
 
 @dataclass(frozen=True)
 class Attention:
-    """softmax(Q K^T * scale) V per (batch, head), PyTorch's scaled_dot_product_attention without a mask
-    tensor or dropout, causal (top-left aligned) or not. Q is [batch, heads, seq_q, head_dim], K and V
+    """softmax(Q K^T * scale [+ mask]) V per (batch, head), PyTorch's scaled_dot_product_attention
+    without dropout, causal (top-left aligned) or not, with or without a mask tensor. Q is [batch, heads, seq_q, head_dim], K and V
     [batch, heads, seq_k, head_dim] as SDPA takes them (`layout` "bhsd"), or the kernel reads them as
     [batch, seq, heads, head_dim] ("bshd": the tensors before the heads were moved forward, as
     attention code writes it); `out_layout` likewise for the result. 16-bit inputs accumulate in f32;

@@ -71,10 +71,11 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
         operands[1] = body.permute(operands[1], signature.operands[1], [1, 0])  # B[K, N]: the kernel reads W[N, K]
     if isinstance(contraction, Attention) and contraction.mask == "bool":  # the kernel reads bytes
         operands[3] = body.to_int8(operands[3], signature.operands[3])
-    dtypes = [dtype if dtype != "i8" else "si8" for dtype in contraction.operand_dtypes()]  # torch's name
     result_shape, out_dtype = contraction.result_shape(), contraction.out_dtype
-    built = [body.to_builtin(value, _vtensor(shape, dtype)) for value, shape, dtype in zip(operands, shapes, dtypes, strict=True)]
-    types = [_tensor(shape, dtype) for shape, dtype in zip(shapes, contraction.operand_dtypes(), strict=True)]
+    dtypes = contraction.operand_dtypes()
+    types = [_tensor(shape, dtype) for shape, dtype in zip(shapes, dtypes, strict=True)]
+    torch_types = [_vtensor(shape, "si8" if dtype == "i8" else dtype) for shape, dtype in zip(shapes, dtypes, strict=True)]
+    built = [body.to_builtin(value, torch_type, type_) for value, torch_type, type_ in zip(operands, torch_types, types, strict=True)]
     dispatched = body.line(
         f"flow.dispatch @{executable_name}::@{kernel.entry}({', '.join(built)}) : "
         f"({', '.join(types)}) -> {_tensor(result_shape, out_dtype)}"
@@ -122,8 +123,7 @@ class _Body:
         listed = self.int_list(order)
         return self.line(f"torch.aten.permute {value}, {listed} : {type_}, !torch.list<int> -> {permuted}")
 
-    def to_builtin(self, value: str, type_: str) -> str:
-        builtin = _tensor(_shape(type_), _dtype(type_).replace("si8", "i8"))  # builtin integers are signless
+    def to_builtin(self, value: str, type_: str, builtin: str) -> str:
         return self.line(f"torch_c.to_builtin_tensor {value} : {type_} -> {builtin}")
 
     def to_int8(self, value: str, type_: str) -> str:

@@ -4,8 +4,9 @@
 pipelined. `kiln_conv2d`: a convolution as an implicit GEMM (rows are output pixels, columns output
 channels, the reduction runs over filter taps and channels), for any stride, padding and dilation and
 any activation/weight layout (strides again). `kiln_attention`: flash attention's forward pass
-(online softmax over key blocks), causal or not, reading and writing any [batch, heads, seq] strides. Every shape, stride and parameter is a `tl.constexpr`,
-so a compiled kernel's only launch parameters are its tensor pointers (build.py compiles them).
+(online softmax over key blocks), causal or masked or neither, reading and writing any [batch,
+heads, seq] strides. Every shape, stride and parameter is a `tl.constexpr`, so a compiled kernel's
+only launch parameters are its tensor pointers (build.py compiles them).
 
 The matmul and convolution sources are the ones an H100 run measured
 (benchmarks/results/kernels-h100.json), kept as they ran: the matmul's batch dimension (program_id 1;
