@@ -149,6 +149,16 @@ CHANNELS_LAST = Lever(
     (("--iree-preprocessing-pass-pipeline=builtin.module(util.func(iree-preprocessing-convert-conv-to-channels-last))",),),
     needs=r"linalg\.(depthwise_)?conv_|torch\.aten\.convolution",
 )
+# IREE propagates the transposes around attention's f32 batch matmuls into them (the [b, s, h, d]
+# <-> [b, h, s, d] permutes), and the CPU backend then codegens a generic contraction that data tiling
+# does not serve: GPT-2's P.V ran 270 ms of a 517 ms block, 15 ms with the transpose left a dispatch
+# of its own (benchmarks/NOTES.md). Convolution models need the propagation (channels-last), and bf16
+# attention goes to kiln's CPU kernel, where it cost 8-15%: only f32 batch matmuls take this lever.
+BATCH_MATMUL_TRANSPOSES = Lever(
+    "batch-matmul-transposes",
+    (("--iree-global-opt-propagate-transposes=false",),),
+    needs=r"linalg\.batch_matmul ins\([^:]*: tensor<[0-9x?]*xf32>",
+)
 
 
 def _cpu_details(options: CompileOptions, arch: ArchChoice | None) -> dict[str, str]:
@@ -334,7 +344,7 @@ TARGETS: dict[str, Target] = {
         flags=_cpu_flags,
         details=_cpu_details,
         carried_dtypes={},
-        levers=(KEEP_ASSERTIONS, DATA_TILING, CHANNELS_LAST),
+        levers=(KEEP_ASSERTIONS, DATA_TILING, CHANNELS_LAST, BATCH_MATMUL_TRANSPOSES),
         # A strided 1x1 convolution as a strided slice and a 1x1 convolution works around a CUDA
         # miscompile; on the CPU, IREE fuses the slice into the convolution as a strided read and
         # the dispatch runs 20-200x slower (ResNet-18's downsampling shortcuts: the whole f32 model

@@ -268,6 +268,27 @@ def test_channels_last_applies_where_there_are_convolutions_and_user_flags_come_
     assert flags.index("--iree-opt-data-tiling") < flags.index("--iree-opt-data-tiling=false") == len(flags) - 1
 
 
+class HeadsAttention(nn.Module):
+    """Attention over [batch, seq, heads, dim] tensors, permuted around the batch matmuls as models do."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))
+        weights = torch.softmax(q @ k.transpose(-1, -2) * 0.125, dim=-1)
+        return (weights @ v).transpose(1, 2).flatten(2)
+
+
+def test_f32_batch_matmuls_keep_their_transposes_out_and_match_eager() -> None:
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 16, 4, 8) for _ in range(3))
+    model = HeadsAttention().eval()
+    f32 = kiln.compile(model, (q, k, v))
+    assert "--iree-global-opt-propagate-transposes=false" in f32.manifest.iree_flags
+    assert "batch-matmul-transposes" in f32.manifest.target_details["levers"]
+    torch.testing.assert_close(f32(q, k, v), model(q, k, v), rtol=1e-5, atol=1e-5)
+    bf16 = kiln.compile(model, tuple(t.bfloat16() for t in (q, k, v)), kernels="off")
+    assert "batch-matmul-transposes" not in bf16.manifest.target_details["levers"]
+
+
 # -- the runtime driver -----------------------------------------------------------------------------
 
 
