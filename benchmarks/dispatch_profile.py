@@ -1,0 +1,207 @@
+"""Where a compiled model's time goes, dispatch by dispatch, on the machine that runs it.
+
+The suite says how long a model takes; this says which of its dispatches take that time, so the
+next lever is chosen by measurement. It runs a bundle's artifacts (from `suite.py compile`, thin
+ones made whole from their model files) on this machine:
+- CPU: under IREE's own HAL profiler, `iree-benchmark-module --device_profiling_mode=host-execution`,
+  then `iree-profile dispatch` sums each dispatch function's time. Both tools ship in the
+  iree-base-runtime wheel. Artifacts with kiln's AMX kernel need the process's AMX permission,
+  which kiln's runtime asks for in-process: run with LD_PRELOAD of a library that asks for it at
+  start (arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)), or those cases fail.
+- CUDA: IREE 3.13's CUDA HAL has no profiling ("not implemented"), so the artifact is called
+  through kiln's runtime under torch.profiler, whose CUPTI activity sees IREE's kernels too.
+
+    python benchmarks/dispatch_profile.py .device-carry/bench-cpu --only 'gpt2_block-*-large' --threads 16
+
+prints, per case, the dispatches by total time (ms per call and share), and with `-o` writes them as JSON.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import click
+import iree._runtime_libs
+import torch
+
+from kiln.measure.bundle import Bundle, Entry, open_entry, rebuild, write_parameters
+from kiln.measure.thin import model_tensors, thicken
+from kiln.measure.timing import Settings, measure
+from kiln.runtime.devices import CPU_WORKER_STACK_BYTES
+from kiln.runtime.manifest import PARAMETER_SCOPE
+from kiln.runtime.module import LoadedModule
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = Path(iree._runtime_libs.__file__).parent
+TIMING = Settings(warmup=5, iterations=20, budget_s=1.0, inductor=False)
+ELEMENT_TYPES = {
+    torch.float32: "f32",
+    torch.bfloat16: "bf16",
+    torch.float16: "f16",
+    torch.int64: "i64",
+    torch.int32: "i32",
+}
+
+
+def input_flag(tensor: torch.Tensor, path: Path) -> str:
+    """`--input=8x1024x768xbf16=@x.bin`: raw bytes, so bf16 needs no numpy dtype."""
+    tensor.detach().contiguous().cpu().view(torch.uint8).numpy().tofile(path)
+    shape = "x".join(str(size) for size in tensor.shape)
+    return f"--input={shape}x{ELEMENT_TYPES[tensor.dtype]}=@{path}"
+
+
+def profile_on_cpu(
+    vmfb: Path,
+    parameters: Path | None,
+    inputs: tuple[torch.Tensor, ...],
+    threads: int,
+    seconds: float,
+    runtime_flags: tuple[str, ...] = (),
+) -> dict:
+    """Per dispatch function: calls and total ns over a benchmark run of `seconds`, and the call count."""
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        flags = [input_flag(tensor, folder / f"input{index}.bin") for index, tensor in enumerate(inputs)]
+        run = subprocess.run(
+            [
+                str(TOOLS / "iree-benchmark-module"), f"--module={vmfb}", "--device=local-task", "--function=main",
+                *flags, f"--task_topology_group_count={threads}", f"--task_worker_stack_size={CPU_WORKER_STACK_BYTES}",
+                *([f"--parameters={PARAMETER_SCOPE}={parameters}"] if parameters else []),
+                "--device_profiling_mode=host-execution", f"--device_profiling_output={folder / 'p.ireeprof'}",
+                f"--benchmark_min_time={seconds}s", "--benchmark_format=json", *runtime_flags,
+            ],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if run.returncode:
+            raise RuntimeError(
+                f"iree-benchmark-module failed (exit {run.returncode}): {run.stderr.strip()[-2000:]}"
+            )
+        benchmark = json.loads(run.stdout)["benchmarks"][0]
+        summary = subprocess.run(
+            [str(TOOLS / "iree-profile"), "dispatch", "--format=jsonl", str(folder / "p.ireeprof")],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+    groups = [json.loads(line) for line in summary.stdout.splitlines()]
+    groups = [group for group in groups if group["type"] in ("host_dispatch_group", "dispatch_group")]
+    return {  # the profile holds the warm-up calls too: every dispatch runs at least once a call
+        "calls": min((group["count"] for group in groups), default=1),
+        "workgroups": {group["key"]: group.get("last_workgroup_count") for group in groups},
+        "call_ms": benchmark["real_time"] / 1e6 if benchmark["time_unit"] == "ns" else benchmark["real_time"],
+        "dispatches": sorted(
+            (
+                {"name": group["key"], "count": group["count"], "total_ns": group["total_ns"]}
+                for group in groups
+            ),
+            key=lambda group: -group["total_ns"],
+        ),
+    }
+
+
+def profile_on_cuda(module: LoadedModule, inputs: tuple[torch.Tensor, ...], seconds: float) -> dict:
+    """The same through torch.profiler: kiln's calls on the GPU, each kernel's CUPTI time."""
+    inputs = tuple(tensor.cuda() for tensor in inputs)
+    per_call = min(measure(lambda: module(*inputs), torch.cuda.synchronize, TIMING))
+    calls = max(3, int(seconds * 1e9 / per_call))
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profiler:
+        for _ in range(calls):
+            module(*inputs)
+        torch.cuda.synchronize()
+    totals: dict[str, list[int]] = {}
+    for event in profiler.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            total = totals.setdefault(event.name, [0, 0])
+            total[0] += 1
+            total[1] += int(event.time_range.elapsed_us() * 1000)
+    return {
+        "calls": calls,
+        "call_ms": per_call / 1e6,
+        "dispatches": sorted(
+            ({"name": name, "count": count, "total_ns": ns} for name, (count, ns) in totals.items()),
+            key=lambda group: -group["total_ns"],
+        ),
+    }
+
+
+def whole_artifact(bundle: Path, entry: Entry, model: torch.nn.Module) -> tuple[Path, Path | None]:
+    """The entry's .vmfb (a thin one made whole from `model`) and its parameter archive, without loading them."""
+    vmfb = bundle / str(entry.artifact)
+    if entry.thin is not None:
+        vmfb = bundle / f"{entry.name}.vmfb"
+        vmfb.write_bytes(
+            thicken((bundle / str(entry.artifact)).read_bytes(), entry.thin, model_tensors(model))
+        )
+    if entry.parameters is None:
+        return vmfb, None
+    parameters = bundle / entry.parameters
+    if not parameters.is_file():
+        write_parameters(model, parameters)
+    return vmfb, parameters
+
+
+def report(name: str, profile: dict, top: int) -> str:
+    calls = profile["calls"]
+    total = sum(group["total_ns"] for group in profile["dispatches"]) or 1
+    lines = [f"{name}: {profile['call_ms']:.3f} ms a call, dispatches {total / calls / 1e6:.3f} ms"]
+    for group in profile["dispatches"][:top]:
+        per_call = group["total_ns"] / calls / 1e6
+        lines.append(
+            f"  {per_call:9.3f} ms {group['total_ns'] / total:6.1%} x{group['count'] // calls:<3} {group['name']}"
+        )
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("bundle", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--only", default="*", show_default=True, help="Cases to profile (a glob over case names).")
+@click.option("--threads", default=16, show_default=True, help="IREE's CPU worker threads.")
+@click.option("--seconds", default=2.0, show_default=True, help="Benchmark time per case.")
+@click.option("--top", default=12, show_default=True, help="Dispatches printed per case.")
+@click.option(
+    "--runtime-flag",
+    "runtime_flags",
+    multiple=True,
+    help="CPU: an extra iree-benchmark-module flag (repeatable).",
+)
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the profiles as JSON."
+)
+def main(
+    bundle: Path,
+    only: str,
+    threads: int,
+    seconds: float,
+    top: int,
+    runtime_flags: tuple[str, ...],
+    output: Path | None,
+) -> None:
+    """Profile each case of BUNDLE dispatch by dispatch on this machine's device."""
+    data = Bundle.read(bundle)
+    profiles = {}
+    for entry in data.entries:
+        if not fnmatch.fnmatch(entry.name, only) or entry.artifact is None:
+            continue
+        model, inputs = rebuild(entry, ROOT)
+        try:
+            if data.driver == "cuda":
+                profiles[entry.name] = profile_on_cuda(
+                    open_entry(bundle, entry, None, model), inputs, seconds
+                )
+            else:
+                vmfb, parameters = whole_artifact(bundle, entry, model)
+                profiles[entry.name] = profile_on_cpu(
+                    vmfb, parameters, inputs, threads, seconds, runtime_flags
+                )
+        except RuntimeError as exc:
+            click.echo(f"{entry.name}: {exc}", err=True)
+            continue
+        click.echo(report(entry.name, profiles[entry.name], top))
+    if output is not None:
+        output.write_text(json.dumps(profiles, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
