@@ -102,7 +102,7 @@ def compile_command(
                   NN-fused.fusion-report.md says what went into each
                   (--handoff torch: linalg and fused are IREE's job, after simplified)
       vmfb        IREE compile; each IREE phase dumped as NN-vmfb-KK-<phase>.mlir; on llvm-cpu,
-                  NN-vmfb.kernels.md says what computes each bf16 contraction and
+                  NN-vmfb.kernels.md says what computes each contraction and
                   NN-vmfb.iree-input.mlir is the input with kiln's kernel spliced in
 
     \b

@@ -171,9 +171,10 @@ def target_options(function: Callable[..., Any]) -> Callable[..., Any]:
                 type=click.Choice(KERNEL_CHOICES),
                 default="on",
                 show_default=True,
-                help="kiln's own contraction kernels where they apply: llvm-cpu, bf16 convolutions and matmuls on "
-                "CPUs with AMX or AVX512-BF16 (built by the host's C compiler); cuda on Hopper (sm_90a), matmuls and "
-                "convolutions (Triton, from torchkiln[kernels]). off = IREE's code for every contraction.",
+                help="kiln's own contraction kernels where they apply: llvm-cpu, convolutions and matmuls on CPUs "
+                "with AVX-512 (bf16 on AMX or AVX512-BF16, f32 on AVX-512F; built by the host's C compiler); cuda on "
+                "Hopper (sm_90a), matmuls, convolutions and attention (Triton, from torchkiln[kernels]). off = IREE's "
+                "code for every contraction.",
             ),
             click.option(
                 "--cpu-attention",

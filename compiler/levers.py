@@ -1,7 +1,7 @@
 """Defaults that make IREE's code faster but that IREE may fail to compile: the backend drops them then.
 
 A lever is one of kiln's llvm-cpu defaults beyond IREE's own (benchmarks/NOTES.md says what each
-gained on the 16-core host): data tiling, channels-last convolutions, kiln's bf16 kernels. IREE 3.13
+gained on the 16-core host): data tiling, channels-last convolutions, kiln's CPU kernel. IREE 3.13
 fails to compile some models with some of them (data tiling on a GPT-2 block's layer norm, for one),
 and kiln is never worse than the stack beneath it: where the compile with every lever fails, the
 backend compiles without them, and if that works, tries each lever's fallbacks alone to keep what it

@@ -433,7 +433,7 @@ def _backend(program: Program, context: StageContext) -> Compiled:
         parameters=_parameter_summary(program),
         kernels=gpu_kernels.records()
         or (kernels.substitution.records() if kernels_used and kernels.substitution is not None else ()),
-        cpu_features=kernels.isa.features if kernels_used and kernels.isa is not None else (),
+        cpu_features=kernels.features if kernels_used else (),
     )
     return Compiled(outcome.vmfb, manifest, program.parameters)
 

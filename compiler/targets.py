@@ -417,7 +417,7 @@ class ResolvedTarget:
     kernels: bool = False
     levers: tuple[Lever, ...] = ()  # the target's levers (those the module has ops for apply)
     user_flags: int = 0  # how many of `iree_flags` (the last ones) the user gave: levers go before them
-    # llvm-cpu: the path of kiln's bf16 kernel the CPU has (cpu_kernels/), None where it has none or
+    # llvm-cpu: the paths of kiln's CPU kernel the CPU has (cpu_kernels/), None where it has none or
     # kernels are off; and whether attention's matmuls take it with their operands rounded to bf16.
     cpu_kernels: KernelIsa | None = None
     cpu_attention: str = "bf16"
@@ -498,7 +498,7 @@ CPU_ATTENTION_CHOICES = ("f32", "bf16")
 def _cpu_choices(
     options: CompileOptions, target: Target, handoff: str, details: dict[str, str]
 ) -> tuple[KernelIsa | None, str]:
-    """llvm-cpu: which path of kiln's bf16 kernel applies, attention's precision, the runtime driver;
+    """llvm-cpu: which paths of kiln's CPU kernel apply, attention's precision, the runtime driver;
     recorded in `details`. The kernel rewrites kiln's linalg, so the torch hand-off leaves it out."""
     for name, value, known in (
         ("--kernels", options.kernels, KERNEL_CHOICES),

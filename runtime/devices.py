@@ -113,7 +113,7 @@ def _reserve_worker_stacks() -> None:
 
 
 # /proc/cpuinfo's names for the LLVM feature names manifests record (kiln's CPU kernels need these).
-CPUINFO_FLAGS = {"amx-tile": "amx_tile", "amx-bf16": "amx_bf16", "avx512bf16": "avx512_bf16"}
+CPUINFO_FLAGS = {"amx-tile": "amx_tile", "amx-bf16": "amx_bf16", "avx512bf16": "avx512_bf16", "avx512f": "avx512f"}
 
 
 def check_cpu_features(features: tuple[str, ...]) -> None:

@@ -24,7 +24,7 @@ import kiln
 from kiln.compiler import CompileOptions, run_pipeline, spec_from_module
 from kiln.compiler import targets as target_table
 from kiln.compiler.cpu_kernels import build
-from kiln.compiler.cpu_kernels.features import AMX, AVX512_BF16, kernel_isa
+from kiln.compiler.cpu_kernels.features import AMX, AVX512_BF16, AVX512F, kernel_isa
 from kiln.compiler.levers import Lever, compile_with_levers
 from kiln.errors import KilnError
 from kiln.runtime.devices import host_cpu_flags
@@ -43,7 +43,13 @@ needs_avx512_bf16 = pytest.mark.skipif(
     "avx512_bf16" not in host_cpu_flags() or C_COMPILER is None,
     reason="the kernel's AVX512-BF16 path needs a CPU with avx512bf16 (and a C compiler to build it)",
 )
+needs_avx512f = pytest.mark.skipif(
+    "avx512f" not in host_cpu_flags() or C_COMPILER is None,
+    reason="the kernel's f32 path needs a CPU with avx512f (and a C compiler to build it)",
+)
 BF16 = torch.bfloat16
+# An f32 convolution takes kiln's kernel (its f32 path) wherever the host has AVX-512F.
+KERNELS_LEVER = ", kernels" if "avx512f" in host_cpu_flags() and C_COMPILER is not None else ""
 
 
 def test_rewrite_lit() -> None:
@@ -76,14 +82,21 @@ def test_the_avx512_bf16_path_of_the_object_kiln_links(tmp_path: Path) -> None:
     assert output.rstrip().endswith("all passed")
 
 
+@needs_avx512f
+def test_the_f32_path_of_the_object_kiln_links(tmp_path: Path) -> None:
+    output = _run_check(tmp_path, [str(build.kernel_object())], "f32")
+    assert "row window 7x7 s2" in output and output.rstrip().endswith("all passed")
+
+
 def test_which_cpus_get_which_path() -> None:
     assert kernel_isa("sapphirerapids") is AMX and kernel_isa("emeraldrapids") is AMX
     assert kernel_isa("znver4") is AVX512_BF16 and kernel_isa("cooperlake") is AVX512_BF16
-    assert kernel_isa("skylake-avx512") is None and kernel_isa("haswell") is None
+    assert kernel_isa("skylake-avx512") is AVX512F and not AVX512F.bf16 and kernel_isa("haswell") is None
     host = kernel_isa("host")
     flags = host_cpu_flags()
     assert (host is AMX) == ("amx_bf16" in flags and "amx_tile" in flags)
-    assert (host is None) == ("avx512_bf16" not in flags)
+    assert (host is not None and host.bf16) == ("avx512_bf16" in flags)
+    assert (host is None) == ("avx512f" not in flags)
 
 
 # -- whole models through IREE ----------------------------------------------------------------------
@@ -148,6 +161,19 @@ def test_a_bf16_convnet_through_iree_matches_eager() -> None:
     assert "kernels" in compiled.manifest.target_details["levers"]
 
 
+@needs_avx512f
+def test_an_f32_convnet_through_iree_matches_eager_at_f32_precision() -> None:
+    torch.manual_seed(0)
+    model = ConvNet().eval()
+    x = torch.randn(2, 3, 32, 32)
+    compiled = kiln.compile(model, (x,))
+    assert [record["code"] for record in compiled.manifest.kernels] == ["kiln"] * 5, compiled.manifest.kernels
+    assert all(record["kernel"] == "kiln_cpu_kernels::conv_f32" for record in compiled.manifest.kernels)
+    assert compiled.manifest.cpu_features == ("avx512f",)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)  # f32 arithmetic, not TF32 or bf16
+
+
 @needs_avx512_bf16
 def test_attention_on_the_kernel_is_a_choice() -> None:
     torch.manual_seed(0)
@@ -185,8 +211,8 @@ def test_an_amx_artifact_is_refused_clearly_by_a_cpu_without_amx(tmp_path: Path)
 
 
 def test_without_a_c_compiler_iree_computes_everything_and_says_so(tmp_path, monkeypatch) -> None:
-    if kernel_isa("host") is None:
-        pytest.skip("this CPU has neither AMX nor AVX512-BF16: the kernel never applies")
+    if kernel_isa("host") is None or not kernel_isa("host").bf16:
+        pytest.skip("this CPU has neither AMX nor AVX512-BF16: the kernel's bf16 paths never apply")
     monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setattr(build.shutil, "which", lambda name: None)
@@ -201,7 +227,7 @@ def test_without_a_c_compiler_iree_computes_everything_and_says_so(tmp_path, mon
         build.kernel_object.cache_clear()
     assert compiled is not None and compiled.manifest.kernels == () and compiled.manifest.cpu_features == ()
     assert notes == [
-        "note: kiln's bf16 kernel is left out (no C compiler found (set CC, or install gcc or clang) to build "
+        "note: kiln's CPU kernel is left out (no C compiler found (set CC, or install gcc or clang) to build "
         "kiln's CPU kernel); IREE's code computes all 1 contractions it matched"
     ]
     for comparison in compare_all((compiled(x),), (model(x),)):
@@ -252,7 +278,7 @@ def test_a_lever_iree_fails_with_is_dropped_and_the_others_kept(monkeypatch) -> 
     assert compiled is not None
     assert len(notes) == 1 and notes[0].startswith("note: iree-compile failed with kiln's bogus default (iree-compile failed: ")
     assert notes[0].endswith("); compiled without it")
-    assert compiled.manifest.target_details["levers"] == "data-tiling, channels-last"
+    assert compiled.manifest.target_details["levers"] == "data-tiling, channels-last" + KERNELS_LEVER
     assert "--iree-no-such-flag=1" not in compiled.manifest.iree_flags
     torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
 
@@ -262,7 +288,7 @@ def test_channels_last_applies_where_there_are_convolutions_and_user_flags_come_
     conv = kiln.compile(nn.Conv2d(4, 8, 3).eval(), (torch.randn(1, 4, 8, 8),))
     mlp = kiln.compile(nn.Linear(8, 8).eval(), (torch.randn(2, 8),), extra_iree_flags=("--iree-opt-data-tiling=false",))
     channels_last = [flag for flag in conv.manifest.iree_flags if "convert-conv-to-channels-last" in flag]
-    assert len(channels_last) == 1 and conv.manifest.target_details["levers"] == "data-tiling, channels-last"
+    assert len(channels_last) == 1 and conv.manifest.target_details["levers"] == "data-tiling, channels-last" + KERNELS_LEVER
     assert not any("channels-last" in flag for flag in mlp.manifest.iree_flags)
     flags = mlp.manifest.iree_flags
     assert flags.index("--iree-opt-data-tiling") < flags.index("--iree-opt-data-tiling=false") == len(flags) - 1

@@ -1,7 +1,8 @@
-"""Which of kiln's CPU kernel paths a target CPU can run: AMX, AVX512-BF16, or none.
+"""Which of kiln's CPU kernel paths a target CPU can run: AMX, AVX512-BF16, AVX-512F, or none.
 
-kiln's bf16 contraction kernel (kiln_amx.c) has two paths over one packed weight layout: AMX tiles
-(TDPBF16PS) and AVX512-BF16 (VDPBF16PS). A compile for an LLVM CPU name takes the features that
+kiln's contraction kernel (kiln_amx.c) has two bf16 paths over one packed weight layout, AMX tiles
+(TDPBF16PS) and AVX512-BF16 (VDPBF16PS), and an f32 path of AVX-512F FMAs, which every CPU with
+either bf16 path has too. A compile for an LLVM CPU name takes the features that
 name implies (LLVM's x86 tables, for the names that have either feature); `host` takes this
 machine's, from /proc/cpuinfo. IREE ORs the compile target's features into what the kernel sees at
 run time, so an artifact for an AMX CPU always runs the AMX path: the manifest records what it
@@ -21,20 +22,30 @@ _AMX_CPUS = ("sapphirerapids", "emeraldrapids", "graniterapids", "graniterapids-
 _AVX512_BF16_CPUS = ("cooperlake", "znver4", "znver5", "znver6")
 
 
+_AVX512F_CPUS = (
+    "skylake-avx512", "cascadelake", "cannonlake", "icelake-client", "icelake-server", "tigerlake",
+    "rocketlake", "x86-64-v4",
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class KernelIsa:
-    """A kernel path: its name and the CPU features (LLVM's spelling) an artifact using it needs."""
+    """What kiln's kernel can run on a CPU: its bf16 path (by name) and the CPU features (LLVM's
+    spelling) an artifact using that path needs; `bf16` False: the f32 path only."""
 
-    name: str  # "amx" or "avx512bf16"
+    name: str  # "amx", "avx512bf16" or "avx512f"
     features: tuple[str, ...]
+    bf16: bool = True
 
 
 AMX = KernelIsa("amx", ("amx-tile", "amx-bf16", "avx512bf16"))
 AVX512_BF16 = KernelIsa("avx512bf16", ("avx512bf16",))
+AVX512F = KernelIsa("avx512f", ("avx512f",), bf16=False)
+F32_FEATURES = AVX512F.features  # what an artifact using the f32 path needs (every path's CPUs have it)
 
 
 def kernel_isa(cpu: str) -> KernelIsa | None:
-    """The kernel path for LLVM CPU `cpu` ("host": this machine), or None when it has neither feature."""
+    """The kernel paths for LLVM CPU `cpu` ("host": this machine), or None when it has no AVX-512."""
     name = cpu.strip().lower()
     if name == "host":
         return _host_isa()
@@ -42,6 +53,8 @@ def kernel_isa(cpu: str) -> KernelIsa | None:
         return AMX
     if name in _AVX512_BF16_CPUS:
         return AVX512_BF16
+    if name in _AVX512F_CPUS:
+        return AVX512F
     return None
 
 
@@ -50,7 +63,7 @@ def _host_isa() -> KernelIsa | None:
     if platform.machine() not in ("x86_64", "AMD64"):
         return None
     flags = host_cpu_flags()
-    for isa in (AMX, AVX512_BF16):
+    for isa in (AMX, AVX512_BF16, AVX512F):
         if all(CPUINFO_FLAGS[feature] in flags for feature in isa.features):
             return isa
     return None

@@ -1,7 +1,7 @@
 """MLIR text for the kernel inside an IREE module: the executable, the weight packing, the dispatch.
 
-The executable is a `stream.executable` whose one export, `conv_bf16`, calls the kernel's workgroup
-function from the linked object (`hal.executable.objects`; IREE links it into the artifact's own
+The executable is a `stream.executable` whose exports, `conv_bf16` and `conv_f32` (one per element
+type the module uses), call the kernel's workgroup functions from the linked object (`hal.executable.objects`; IREE links it into the artifact's own
 code). Everything else is plain tensor/linalg/flow text that iree-compile 3.13 reads as input, next
 to kiln's linalg: the packing of a weight into the kernel's tile layout is linalg on the weight's
 value, which IREE hoists into an initializer (it runs once, at load time), and the call is a
@@ -19,7 +19,7 @@ from .build import OBJECT_NAME
 from .geometry import Call
 
 EXECUTABLE = "kiln_cpu_kernels"
-EXPORT = "conv_bf16"
+ELEMENTS = ("bf16", "f32")  # the kernel's input element types; an export and a workgroup function each
 # Matches any x86-64 llvm-cpu target, whatever its CPU and features.
 _GENERIC_X86 = '#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64">'
 # The kernel's scalar arguments after the three buffers, in order (kiln_amx.c's conv_geom_t).
@@ -30,34 +30,46 @@ def object_search_flag(folder: str) -> str:
     return f"--iree-hal-executable-object-search-path={folder}"
 
 
-def executable() -> str:
-    """The stream.executable holding the workgroup function (one per module)."""
+def export(element: str) -> str:
+    return f"conv_{element}"
+
+
+def executable(elements: tuple[str, ...]) -> str:
+    """The stream.executable holding the workgroup functions for `elements` (one per module)."""
     obj = f'#hal.executable.object<{{path = "{OBJECT_NAME}"}}>'
+    exports = "".join(_export(element) for element in elements)
+    return f"""
+  stream.executable private @{EXECUTABLE} attributes {{
+    hal.executable.objects = #hal.executable.objects<{{{_GENERIC_X86} = [{obj}]}}>
+  }} {{{exports}
+  }}
+"""
+
+
+def _export(element: str) -> str:
     scalars = ", ".join(f"%{s}: index" for s in SCALARS)
     declared = ", ".join(
         [
-            "%xb: memref<bf16>, %xo: index, %pb: memref<bf16>, %po: index, %yb: memref<f32>, %yo: index",
+            f"%xb: memref<{element}>, %xo: index, %pb: memref<{element}>, %po: index, %yb: memref<f32>, %yo: index",
             *(f"%{s}_: index" for s in SCALARS),
             "%wx_: index, %wy_: index",
         ]
     )
     arguments = ", ".join(["%xbase, %xoff, %pbase, %poff, %ybase, %yoff", *(f"%{s}" for s in SCALARS), "%wx, %wy"])
     types = ", ".join(
-        ["memref<bf16>, index, memref<bf16>, index, memref<f32>, index", *("index" for _ in SCALARS), "index, index"]
+        [f"memref<{element}>, index, memref<{element}>, index, memref<f32>, index", *("index" for _ in SCALARS), "index, index"]
     )
+    name = export(element)
     return f"""
-  stream.executable private @{EXECUTABLE} attributes {{
-    hal.executable.objects = #hal.executable.objects<{{{_GENERIC_X86} = [{obj}]}}>
-  }} {{
-    stream.executable.export public @{EXPORT} workgroups(%gx: index, %gy: index) -> (index, index, index) {{
+    stream.executable.export public @{name} workgroups(%gx: index, %gy: index) -> (index, index, index) {{
       %c1 = arith.constant 1 : index
       stream.return %gx, %gy, %c1 : index, index, index
     }}
     builtin.module {{
-      func.func private @kiln_conv_bf16_workgroup({declared}) -> i32 attributes {{
+      func.func private @kiln_conv_{element}_workgroup({declared}) -> i32 attributes {{
         hal.import.bitcode, hal.import.fields = ["processor_data"], llvm.bareptr = true
       }}
-      func.func @{EXPORT}(%x: !stream.binding, %p: !stream.binding, %y: !stream.binding, {scalars}, %psize: index) {{
+      func.func @{name}(%x: !stream.binding, %p: !stream.binding, %y: !stream.binding, {scalars}, %psize: index) {{
         %c0 = arith.constant 0 : index
         %wx = stream.dispatch.workgroup.id[0] : index
         %wy = stream.dispatch.workgroup.id[1] : index
@@ -67,18 +79,16 @@ def executable() -> str:
         %yn0 = arith.muli %nb, %oh : index
         %yn1 = arith.muli %yn0, %ow : index
         %yn = arith.muli %yn1, %cout : index
-        %xm = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xbf16>{{%xn}}
-        %pm = stream.binding.subspan %p[%c0] : !stream.binding -> memref<?xbf16>{{%psize}}
+        %xm = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?x{element}>{{%xn}}
+        %pm = stream.binding.subspan %p[%c0] : !stream.binding -> memref<?x{element}>{{%psize}}
         %ym = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?xf32>{{%yn}}
-        %xbase, %xoff, %xsize, %xstrd = iree_codegen.extract_strided_metadata %xm : memref<?xbf16> -> memref<bf16>, index, index, index
-        %pbase, %poff, %ps, %pst = iree_codegen.extract_strided_metadata %pm : memref<?xbf16> -> memref<bf16>, index, index, index
+        %xbase, %xoff, %xsize, %xstrd = iree_codegen.extract_strided_metadata %xm : memref<?x{element}> -> memref<{element}>, index, index, index
+        %pbase, %poff, %ps, %pst = iree_codegen.extract_strided_metadata %pm : memref<?x{element}> -> memref<{element}>, index, index, index
         %ybase, %yoff, %ys, %yst = iree_codegen.extract_strided_metadata %ym : memref<?xf32> -> memref<f32>, index, index, index
-        %status = func.call @kiln_conv_bf16_workgroup({arguments}) : ({types}) -> i32
+        %status = func.call @kiln_conv_{element}_workgroup({arguments}) : ({types}) -> i32
         return
       }}
-    }}
-  }}
-"""
+    }}"""
 
 
 class Namer:
@@ -96,112 +106,120 @@ def dims(shape: list[int] | tuple[int, ...]) -> str:
     return "x".join(map(str, shape))
 
 
-def packed_type(call: Call) -> str:
+def packed_type(call: Call, element: str = "bf16") -> str:
+    """The packed weights: [n16][t][r][j][p] for bf16 (AMX's pairs), [n16][t][r][j] for f32."""
     lead = f"{call.nb}x" if call.batched else ""
-    return f"tensor<{lead}{call.n16}x{call.ksteps}x16x16x2xbf16>"
+    step = "16x16x2xbf16" if element == "bf16" else "32x16xf32"
+    return f"tensor<{lead}{call.n16}x{call.ksteps}x{step}>"
 
 
-def pack_weights(weight: str, call: Call, layout: str, fresh: Namer, conv: tuple[int, int, int] | None = None) -> tuple[list[str], str]:
-    """Lines packing bf16 `weight` into the tile layout; returns (lines, packed value).
+def pack_weights(
+    weight: str, call: Call, layout: str, fresh: Namer, conv: tuple[int, int, int] | None = None, element: str = "bf16"
+) -> tuple[list[str], str]:
+    """Lines packing `weight` (of `element`) into the kernel's layout; returns (lines, packed value).
 
     layout "oihw": a torch conv weight [cout][cin][kh][kw], whose (cin, kh, kw) are `conv` (the call
     may walk them as a row window); "nk": a Linear weight [N][K]; "kn": a matmul's right-hand side
-    [K][N]. The packed tensor is P[n16][t][r][j][p] = W[co = 16*n16 + j][k = 32*t + 2*r + p], k over
-    the call's K walk, cout padded to 16 with zeros.
+    [K][N]. The packed tensor is P[n16][t][r][j][p] = W[co = 16*n16 + j][k = 32*t + 2*r + p] (bf16)
+    or P[n16][t][r][j] = W[co = 16*n16 + j][k = 32*t + r] (f32), k over the call's K walk, cout
+    padded to 16 with zeros.
     """
-    c, k = call, call.ksteps * 32
+    c, k, e = call, call.ksteps * 32, element
     lines = []
     if layout == "oihw":  # -> [cout][kh][kw][cin] -> [cout][kh][kw * cin] (padded to the window) -> [cout][K]
         assert conv is not None
         cin, kh, kw = conv
         t, f = fresh("w"), fresh("w")
         lines += [
-            f"{t}e = tensor.empty() : tensor<{c.cout}x{kh}x{kw}x{cin}xbf16>",
-            f"{t} = linalg.transpose ins({weight} : tensor<{c.cout}x{cin}x{kh}x{kw}xbf16>) "
-            f"outs({t}e : tensor<{c.cout}x{kh}x{kw}x{cin}xbf16>) permutation = [0, 2, 3, 1]",
+            f"{t}e = tensor.empty() : tensor<{c.cout}x{kh}x{kw}x{cin}x{e}>",
+            f"{t} = linalg.transpose ins({weight} : tensor<{c.cout}x{cin}x{kh}x{kw}x{e}>) "
+            f"outs({t}e : tensor<{c.cout}x{kh}x{kw}x{cin}x{e}>) permutation = [0, 2, 3, 1]",
             f"{f} = tensor.collapse_shape {t} [[0], [1], [2, 3]] : "
-            f"tensor<{c.cout}x{kh}x{kw}x{cin}xbf16> into tensor<{c.cout}x{kh}x{kw * cin}xbf16>",
+            f"tensor<{c.cout}x{kh}x{kw}x{cin}x{e}> into tensor<{c.cout}x{kh}x{kw * cin}x{e}>",
         ]
         weight, row = f, k // kh
         if row != kw * cin:
             padded = fresh("w")
             lines += [
-                f"{padded}z = arith.constant 0.0 : bf16",
+                f"{padded}z = arith.constant 0.0 : {e}",
                 f"{padded} = tensor.pad {weight} low[0, 0, 0] high[0, 0, {row - kw * cin}] {{\n"
-                f"    ^bb0(%i: index, %j: index, %l: index):\n      tensor.yield {padded}z : bf16\n    }} : "
-                f"tensor<{c.cout}x{kh}x{kw * cin}xbf16> to tensor<{c.cout}x{kh}x{row}xbf16>",
+                f"    ^bb0(%i: index, %j: index, %l: index):\n      tensor.yield {padded}z : {e}\n    }} : "
+                f"tensor<{c.cout}x{kh}x{kw * cin}x{e}> to tensor<{c.cout}x{kh}x{row}x{e}>",
             ]
             weight = padded
         g = fresh("w")
-        lines.append(f"{g} = tensor.collapse_shape {weight} [[0], [1, 2]] : tensor<{c.cout}x{kh}x{row}xbf16> into tensor<{c.cout}x{k}xbf16>")
+        lines.append(f"{g} = tensor.collapse_shape {weight} [[0], [1, 2]] : tensor<{c.cout}x{kh}x{row}x{e}> into tensor<{c.cout}x{k}x{e}>")
         weight = g
     elif layout == "kn":
         t = fresh("w")
         lines += [
-            f"{t}e = tensor.empty() : tensor<{c.cout}x{k}xbf16>",
-            f"{t} = linalg.transpose ins({weight} : tensor<{k}x{c.cout}xbf16>) "
-            f"outs({t}e : tensor<{c.cout}x{k}xbf16>) permutation = [1, 0]",
+            f"{t}e = tensor.empty() : tensor<{c.cout}x{k}x{e}>",
+            f"{t} = linalg.transpose ins({weight} : tensor<{k}x{c.cout}x{e}>) "
+            f"outs({t}e : tensor<{c.cout}x{k}x{e}>) permutation = [1, 0]",
         ]
         weight = t
     if c.n16 * 16 != c.cout:
         padded = fresh("w")
         lines += [
-            f"{padded}z = arith.constant 0.0 : bf16",
+            f"{padded}z = arith.constant 0.0 : {e}",
             f"{padded} = tensor.pad {weight} low[0, 0] high[{c.n16 * 16 - c.cout}, 0] {{\n"
-            f"    ^bb0(%i: index, %j: index):\n      tensor.yield {padded}z : bf16\n    }} : "
-            f"tensor<{c.cout}x{k}xbf16> to tensor<{c.n16 * 16}x{k}xbf16>",
+            f"    ^bb0(%i: index, %j: index):\n      tensor.yield {padded}z : {e}\n    }} : "
+            f"tensor<{c.cout}x{k}x{e}> to tensor<{c.n16 * 16}x{k}x{e}>",
         ]
         weight = padded
-    e, p = fresh("w"), fresh("w")
+    x, p = fresh("w"), fresh("w")
+    steps, permutation = ("16, 2", "[0, 2, 3, 1, 4]") if e == "bf16" else ("32", "[0, 2, 3, 1]")
+    expanded = f"tensor<{c.n16}x16x{c.ksteps}x{steps.replace(', ', 'x')}x{e}>"
     lines += [
-        f"{e} = tensor.expand_shape {weight} [[0, 1], [2, 3, 4]] output_shape [{c.n16}, 16, {c.ksteps}, 16, 2] : "
-        f"tensor<{c.n16 * 16}x{k}xbf16> into tensor<{c.n16}x16x{c.ksteps}x16x2xbf16>",
-        f"{p}e = tensor.empty() : {packed_type(c)}",
-        f"{p} = linalg.transpose ins({e} : tensor<{c.n16}x16x{c.ksteps}x16x2xbf16>) outs({p}e : {packed_type(c)}) "
-        "permutation = [0, 2, 3, 1, 4]",
+        f"{x} = tensor.expand_shape {weight} [[0, 1], [2, 3{', 4' if e == 'bf16' else ''}]] "
+        f"output_shape [{c.n16}, 16, {c.ksteps}, {steps}] : tensor<{c.n16 * 16}x{k}x{e}> into {expanded}",
+        f"{p}e = tensor.empty() : {packed_type(c, e)}",
+        f"{p} = linalg.transpose ins({x} : {expanded}) outs({p}e : {packed_type(c, e)}) permutation = {permutation}",
     ]
     return lines, p
 
 
-def pack_batched(value: str, call: Call, fresh: Namer) -> tuple[list[str], str]:
-    """Lines packing a per-image right-hand side [nb][K][N] (bf16) on every call: attention's K^T and V."""
-    c = call
+def pack_batched(value: str, call: Call, fresh: Namer, element: str = "bf16") -> tuple[list[str], str]:
+    """Lines packing a per-image right-hand side [nb][K][N] on every call: attention's K^T and V."""
+    c, e = call, element
     k, n, b = c.ksteps * 32, c.cout, c.nb
     t = fresh("b")
     lines = [
-        f"{t}e = tensor.empty() : tensor<{b}x{n}x{k}xbf16>",
-        f"{t} = linalg.transpose ins({value} : tensor<{b}x{k}x{n}xbf16>) outs({t}e : tensor<{b}x{n}x{k}xbf16>) "
+        f"{t}e = tensor.empty() : tensor<{b}x{n}x{k}x{e}>",
+        f"{t} = linalg.transpose ins({value} : tensor<{b}x{k}x{n}x{e}>) outs({t}e : tensor<{b}x{n}x{k}x{e}>) "
         "permutation = [0, 2, 1]",
     ]
     source = t
     if c.n16 * 16 != n:
         padded = fresh("b")
         lines += [
-            f"{padded}z = arith.constant 0.0 : bf16",
+            f"{padded}z = arith.constant 0.0 : {e}",
             f"{padded} = tensor.pad {source} low[0, 0, 0] high[0, {c.n16 * 16 - n}, 0] {{\n"
-            f"    ^bb0(%i: index, %j: index, %l: index):\n      tensor.yield {padded}z : bf16\n    }} : "
-            f"tensor<{b}x{n}x{k}xbf16> to tensor<{b}x{c.n16 * 16}x{k}xbf16>",
+            f"    ^bb0(%i: index, %j: index, %l: index):\n      tensor.yield {padded}z : {e}\n    }} : "
+            f"tensor<{b}x{n}x{k}x{e}> to tensor<{b}x{c.n16 * 16}x{k}x{e}>",
         ]
         source = padded
-    e, p = fresh("b"), fresh("b")
+    x, p = fresh("b"), fresh("b")
+    steps, permutation = ("16, 2", "[0, 1, 3, 4, 2, 5]") if e == "bf16" else ("32", "[0, 1, 3, 4, 2]")
+    expanded = f"tensor<{b}x{c.n16}x16x{c.ksteps}x{steps.replace(', ', 'x')}x{e}>"
     lines += [
-        f"{e} = tensor.expand_shape {source} [[0], [1, 2], [3, 4, 5]] output_shape [{b}, {c.n16}, 16, {c.ksteps}, 16, 2] : "
-        f"tensor<{b}x{c.n16 * 16}x{k}xbf16> into tensor<{b}x{c.n16}x16x{c.ksteps}x16x2xbf16>",
-        f"{p}e = tensor.empty() : {packed_type(c)}",
-        f"{p} = linalg.transpose ins({e} : tensor<{b}x{c.n16}x16x{c.ksteps}x16x2xbf16>) outs({p}e : {packed_type(c)}) "
-        "permutation = [0, 1, 3, 4, 2, 5]",
+        f"{x} = tensor.expand_shape {source} [[0], [1, 2], [3, 4{', 5' if e == 'bf16' else ''}]] "
+        f"output_shape [{b}, {c.n16}, 16, {c.ksteps}, {steps}] : tensor<{b}x{c.n16 * 16}x{k}x{e}> into {expanded}",
+        f"{p}e = tensor.empty() : {packed_type(c, e)}",
+        f"{p} = linalg.transpose ins({x} : {expanded}) outs({p}e : {packed_type(c, e)}) permutation = {permutation}",
     ]
     return lines, p
 
 
-def row_padding(k: int) -> int:
-    """Extra elements for activation rows of K bf16 values: rows a multiple of 4 KiB apart put all 16
-    rows of a tile in one L1 set, so such rows get 32 more (the kernel never reads them)."""
-    return 32 if (2 * k) % 4096 == 0 else 0
+def row_padding(k: int, element: str = "bf16") -> int:
+    """Extra elements for activation rows of K values: rows a multiple of 4 KiB apart put all the rows
+    of a block in one L1 set, so such rows get 64 bytes more (the kernel never reads them)."""
+    size = 2 if element == "bf16" else 4
+    return 64 // size if (size * k) % 4096 == 0 else 0
 
 
-def pad_last(value: str, shape: list[int], extra: int, fresh: Namer) -> tuple[list[str], str]:
-    """Lines padding the last dimension of bf16 `value` by `extra` zeros (none when `extra` is 0)."""
+def pad_last(value: str, shape: list[int], extra: int, fresh: Namer, element: str = "bf16") -> tuple[list[str], str]:
+    """Lines padding the last dimension of `value` by `extra` zeros (none when `extra` is 0)."""
     if not extra:
         return [], value
     rank = len(shape)
@@ -209,10 +227,10 @@ def pad_last(value: str, shape: list[int], extra: int, fresh: Namer) -> tuple[li
     name = fresh("pad")
     indices = ", ".join(f"%i{i}: index" for i in range(rank))
     return [
-        f"{name}z = arith.constant 0.0 : bf16",
+        f"{name}z = arith.constant 0.0 : {element}",
         f"{name} = tensor.pad {value} low[{', '.join(['0'] * rank)}] high[{', '.join(['0'] * (rank - 1) + [str(extra)])}] {{\n"
-        f"    ^bb0({indices}):\n      tensor.yield {name}z : bf16\n"
-        f"    }} : tensor<{dims(shape)}xbf16> to tensor<{dims(padded)}xbf16>",
+        f"    ^bb0({indices}):\n      tensor.yield {name}z : {element}\n"
+        f"    }} : tensor<{dims(shape)}x{element}> to tensor<{dims(padded)}x{element}>",
     ], name
 
 
@@ -231,8 +249,8 @@ def truncate(value: str, shape: list[int], fresh: Namer) -> tuple[list[str], str
     ], name
 
 
-def dispatch(x: str, packed: str, call: Call, fresh: Namer) -> tuple[list[str], str]:
-    """Lines dispatching the kernel on padded NHWC `x`; returns (lines, the NHWC f32 result)."""
+def dispatch(x: str, packed: str, call: Call, fresh: Namer, element: str = "bf16") -> tuple[list[str], str]:
+    """Lines dispatching the kernel on padded NHWC `x` (of `element`); returns (lines, the NHWC f32 result)."""
     c = call
     values = {
         **{s: getattr(c, s) for s in SCALARS},
@@ -245,11 +263,11 @@ def dispatch(x: str, packed: str, call: Call, fresh: Namer) -> tuple[list[str], 
         names[scalar] = fresh(f"c_{scalar}_")
         lines.append(f"{names[scalar]} = arith.constant {value} : index")
     y = fresh("y")
-    x_type = f"tensor<{c.nb}x{c.hp}x{c.wp}x{c.xs}xbf16>"
+    x_type = f"tensor<{c.nb}x{c.hp}x{c.wp}x{c.xs}x{element}>"
     y_type = f"tensor<{c.nb}x{c.oh}x{c.ow}x{c.cout}xf32>"
     operands = ", ".join([x, packed, *(names[s] for s in SCALARS), names["psize"]])
-    types = ", ".join([x_type, packed_type(c), *("index" for _ in SCALARS), "index"])
+    types = ", ".join([x_type, packed_type(c, element), *("index" for _ in SCALARS), "index"])
     lines.append(
-        f"{y} = flow.dispatch @{EXECUTABLE}::@{EXPORT}[{names['gx']}, {names['gy']}]({operands}) : ({types}) -> {y_type}"
+        f"{y} = flow.dispatch @{EXECUTABLE}::@{export(element)}[{names['gx']}, {names['gy']}]({operands}) : ({types}) -> {y_type}"
     )
     return lines, y

@@ -26,8 +26,15 @@ class Plan:
     isa: KernelIsa | None
     note: str | None = None  # why kiln's kernel is left out although contractions matched
 
+    @property
+    def features(self) -> tuple[str, ...]:
+        """The CPU features an artifact with the rewritten text needs."""
+        if self.substitution is None or self.isa is None:
+            return ()
+        return self.substitution.features(self.isa)
+
     def write(self, stem: Path) -> None:
-        """The backend stage's side dumps: `<stem>.kernels.md`, what computes each bf16 contraction, and
+        """The backend stage's side dumps: `<stem>.kernels.md`, what computes each contraction, and
         `<stem>.iree-input.mlir`, the text iree-compile gets with the kernel."""
         if self.substitution is None or not self.substitution.decisions:
             return
@@ -46,6 +53,6 @@ def plan(text: str, isa: KernelIsa | None, attention: bool) -> Plan:
     try:
         folder = kernel_object().parent
     except Unavailable as why:
-        note = f"note: kiln's bf16 kernel is left out ({why}); IREE's code computes all {substitution.taken} contractions it matched"
+        note = f"note: kiln's CPU kernel is left out ({why}); IREE's code computes all {substitution.taken} contractions it matched"
         return Plan(substitution, None, isa, note)
     return Plan(substitution, Lever(LEVER, ((object_search_flag(str(folder)),),), text=substitution.text), isa)

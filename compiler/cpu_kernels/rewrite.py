@@ -1,4 +1,4 @@
-"""Route a module's bf16 contractions to kiln's CPU kernel: a rewrite of the linalg hand-off text.
+"""Route a module's contractions to kiln's CPU kernel: a rewrite of the linalg hand-off text.
 
 The module is parsed in IREE's own MLIR context (`iree.compiler.ir`, which knows the flow and stream
 ops the kernel's dispatch is written in). Each contraction that matches becomes a call to a private
@@ -15,12 +15,16 @@ function, which IREE inlines, holding the layout changes, the weight packing and
   attention computes them (its softmax output goes to the second matmul in bf16). kiln's default;
   `--cpu-attention f32` keeps kiln's more precise f32 attention.
 
+In an f32 model (no bf16 contraction), the same contractions in f32 x f32 -> f32, attention's batch
+matmuls included, go to the kernel's f32 path (AVX-512F FMAs, f32 arithmetic throughout: the
+precision of eager PyTorch's f32; `--cpu-attention` is about bf16 models only).
+
 In a module where the kernel takes something, NCHW poolings become NHWC ones between transposes too
 (IREE's code): IREE then cancels the transposes of a conv-pool-conv chain, which stays in NHWC.
 
 The weight packing sits on the weight's value (a constant or a parameter global), so IREE hoists it
 into an initializer: it runs once, at load time. Everything that does not match stays with IREE,
-and each bf16 contraction gets a Decision saying what computes it and why.
+and each contraction gets a Decision saying what computes it and why.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from iree.compiler import ir
 from iree.compiler.dialects import func
 
 from . import mlir
-from .features import KernelIsa
+from .features import F32_FEATURES, KernelIsa
 from .geometry import Call, conv_call, matmul_call, row_window, row_window_call
 
 # A convolution whose input channels are not a multiple of 32 is computed as a row window (geometry.py)
@@ -51,20 +55,21 @@ OTHERS = {
 
 @dataclass(frozen=True)
 class Decision:
-    """What computes one bf16 contraction of the module: kiln's kernel or IREE's code, and why."""
+    """What computes one contraction of the module: kiln's kernel or IREE's code, and why."""
 
     op: str  # e.g. "linalg.conv_2d_nchw_fchw"
     label: str  # the shapes, e.g. "32x64x58x58 * 64x64x3x3 stride 1"
     code: str  # "kiln" or "iree"
     why: str
     call: Call | None = None  # the kernel's geometry and tiling, for "kiln"
+    element: str = "bf16"  # the kernel path's input element type, for "kiln"
 
     def record(self) -> dict[str, Any]:
         """The manifest's entry for it (the same fields as kiln's GPU kernels', where they apply)."""
         record: dict[str, Any] = {"contraction": f"{self.op} {self.label}", "code": self.code, "why": self.why}
         if self.call is not None:
             record.update(
-                kernel=f"{mlir.EXECUTABLE}::{mlir.EXPORT}",
+                kernel=f"{mlir.EXECUTABLE}::{mlir.export(self.element)}",
                 tiles=self.call.tiles,
                 grid=list(self.call.grid),
                 gflop=round(self.call.flops / 1e9, 3),
@@ -74,7 +79,7 @@ class Decision:
 
 @dataclass(frozen=True)
 class Substitution:
-    """The rewritten module text and a Decision per bf16 contraction."""
+    """The rewritten module text and a Decision per contraction of the model's element type."""
 
     text: str
     decisions: tuple[Decision, ...]
@@ -83,11 +88,16 @@ class Substitution:
     def taken(self) -> int:
         return sum(decision.code == "kiln" for decision in self.decisions)
 
+    def features(self, isa: KernelIsa) -> tuple[str, ...]:
+        """The CPU features the kernel paths taken need, on a CPU with `isa`."""
+        elements = {decision.element for decision in self.decisions if decision.code == "kiln"}
+        return (*(isa.features if "bf16" in elements else ()), *(F32_FEATURES if "f32" in elements else ()))
+
     def records(self) -> tuple[dict[str, Any], ...]:
         return tuple(decision.record() for decision in self.decisions)
 
     def report(self) -> str:
-        """A markdown table: every bf16 contraction, what computes it, why."""
+        """A markdown table: every contraction, what computes it, why."""
         lines = ["| contraction | code | tiles | grid | GFLOP | why |", "|---|---|---|---|---|---|"]
         for record in self.records():
             lines.append(
@@ -98,7 +108,7 @@ class Substitution:
 
 
 def substitute(text: str, isa: KernelIsa, attention: bool = False, locations: bool = True) -> Substitution:
-    """`text` (kiln's linalg hand-off) with the bf16 contractions that match routed to the kernel;
+    """`text` (kiln's linalg hand-off) with the contractions that match routed to the kernel;
     printed with source locations (the model's lines, for IREE's messages) unless `locations` is off."""
     with ir.Context():
         module = ir.Module.parse(text)
@@ -211,6 +221,7 @@ class _Rewriter:
         self.decisions: list[Decision] = []
         self.taken = 0
         self.poolings = 0
+        self.element = "bf16"  # the model's: f32 where no contraction involves bf16
 
     def run(self) -> None:
         ops: list[ir.Operation] = []
@@ -222,11 +233,13 @@ class _Rewriter:
 
         self.module.operation.walk(visit)
         # A module with bf16 contractions is a bf16 model: its f32 contractions (attention's, on f32
-        # values kiln computed from bf16 ones) are listed too. An f32 model has nothing to list.
+        # values kiln computed from bf16 ones) are listed too. Other models are f32 models.
         poolings = [op for op in ops if op.name in POOLINGS]
         ops = [op for op in ops if op.name not in POOLINGS]
-        if not any(_involves_bf16(op) for op in ops):
+        self.element = "bf16" if any(_involves_bf16(op) for op in ops) else "f32"
+        if not ops or (self.element == "bf16" and not self.isa.bf16):
             return
+        path = self.isa.name if self.element == "bf16" else "avx512f"
         for op in ops:
             name, label = op.name, _label(op)  # read before the op is replaced
             if name in OTHERS:
@@ -239,9 +252,9 @@ class _Rewriter:
                 self.decisions.append(Decision(name, label, "iree", str(why)))
                 continue
             self.taken += 1
-            self.decisions.append(Decision(name, label, "kiln", f"{self.isa.name} path of kiln_amx.c", call))
+            self.decisions.append(Decision(name, label, "kiln", f"{path} path of kiln_amx.c", call, self.element))
         if self.taken:
-            self._add(mlir.executable())
+            self._add(mlir.executable((self.element,)))
             for op in poolings:
                 self._pooling(op)
 
@@ -269,8 +282,11 @@ class _Rewriter:
         x, w, init = op.operands[0], op.operands[1], op.operands[2]
         if not all(_static(v) for v in (x, w, init)):
             raise _Skip("dynamic shapes")
-        if (_element(x), _element(w), _element(init)) != ("bf16", "bf16", "f32"):
-            raise _Skip(f"{_element(x)} x {_element(w)} -> {_element(init)}, not bf16 x bf16 -> f32")
+        if any(0 in _shape(v) for v in (x, w, init)):
+            raise _Skip("an empty operand")  # nothing to multiply: the kernel would never write the result
+        e = self.element
+        if (_element(x), _element(w), _element(init)) != (e, e, "f32"):
+            raise _Skip(f"{_element(x)} x {_element(w)} -> {_element(init)}, not {e} x {e} -> f32")
         if set(ir.DenseIntElementsAttr(op.attributes["dilations"])) != {1}:
             raise _Skip("dilated")
         strides = set(ir.DenseIntElementsAttr(op.attributes["strides"]))
@@ -293,7 +309,7 @@ class _Rewriter:
         _, _, h, w_ = _shape(source)
         if call.hp != hp:  # a row window reads up to a row past the input's end: one more zero row
             high = [high[0] + call.hp - hp, high[1]]
-        nhwc = f"tensor<{nb}x{h}x{w_}x{cin}xbf16>"
+        nhwc = f"tensor<{nb}x{h}x{w_}x{cin}x{e}>"
         out = f"tensor<{nb}x{cout}x{call.oh}x{call.ow}xf32>"
         body = [
             f"%te = tensor.empty() : {nhwc}",
@@ -302,15 +318,15 @@ class _Rewriter:
         nhwc_value = "%t"
         if any(low) or any(high):
             body += [
-                "%pz = arith.constant 0.0 : bf16",
+                f"%pz = arith.constant 0.0 : {e}",
                 f"%tp = tensor.pad %t low[0, {low[0]}, {low[1]}, 0] high[0, {high[0]}, {high[1]}, 0] {{\n"
-                "    ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):\n      tensor.yield %pz : bf16\n"
-                f"    }} : {nhwc} to tensor<{nb}x{call.hp}x{wp}x{cin}xbf16>",
+                f"    ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):\n      tensor.yield %pz : {e}\n"
+                f"    }} : {nhwc} to tensor<{nb}x{call.hp}x{wp}x{cin}x{e}>",
             ]
             nhwc_value = "%tp"
-        lines, packed = mlir.pack_weights("%w", call, "oihw", fresh, conv=(cin, kh, kw))
+        lines, packed = mlir.pack_weights("%w", call, "oihw", fresh, conv=(cin, kh, kw), element=e)
         body += lines
-        lines, y = mlir.dispatch(nhwc_value, packed, call, fresh)
+        lines, y = mlir.dispatch(nhwc_value, packed, call, fresh, e)
         body += lines
         body += _nchw_result(y, call, None if zero else "%init")
         name = self._function_name("conv")
@@ -368,12 +384,19 @@ class _Rewriter:
         a, b, init = op.operands[0], op.operands[1], op.operands[2]
         if not all(_static(v) for v in (a, b, init)):
             raise _Skip("dynamic shapes")
+        if any(0 in _shape(v) for v in (a, b, init)):
+            raise _Skip("an empty operand")  # nothing to multiply: the kernel would never write the result
         if _element(init) != "f32":
             raise _Skip(f"{_element(init)} result, not f32")
         m, k = _shape(a)
         n = _shape(b)[1]
         if k % 32:
             raise _Skip(f"K = {k}, not a multiple of 32")
+        if self.element == "f32":
+            if (_element(a), _element(b)) != ("f32", "f32"):
+                raise _Skip(f"{_element(a)} x {_element(b)}, not f32 x f32")
+            weight, layout = _weight_of(b)
+            return self._gemm(op, a, False, [m, k], weight, layout, n, init)
         b16 = _widened_from_bf16(b) if _element(b) == "f32" else b if _element(b) == "bf16" else None
         if b16 is None:
             raise _Skip("the right operand is not bf16")
@@ -385,6 +408,8 @@ class _Rewriter:
         a, b, init = op.operands[0], op.operands[1], op.operands[2]
         if not all(_static(v) for v in (a, b, init)):
             raise _Skip("dynamic shapes")
+        if any(0 in _shape(v) for v in (a, b, init)):
+            raise _Skip("an empty operand")  # nothing to multiply: the kernel would never write the result
         if _element(init) != "f32":
             raise _Skip(f"{_element(init)} result, not f32")
         batch, m, k = _shape(a)
@@ -395,15 +420,15 @@ class _Rewriter:
         shared = (
             _name(broadcast) == "linalg.generic"
             and len(broadcast.operands) == 2
-            and _element(b) == "bf16"
+            and _element(b) == self.element
             and [o.name for o in _body(broadcast)] == ["linalg.yield"]
             and "(d0, d1, d2) -> (d1, d2)" in str(broadcast.attributes["indexing_maps"])
         )
         if shared:
             weight, layout = _weight_of(broadcast.operands[0])
-            a16, truncate = _activations(a)
+            a16, truncate = _activations(a) if self.element == "bf16" else (a, False)
             return self._gemm(op, a16, truncate, [batch, m, k], weight, layout, n, init)
-        if not self.attention:
+        if not self.attention and self.element == "bf16":
             raise _Skip("both operands are activations (attention), kept in f32 (--cpu-attention f32)")
         return self._attention(op, a, b, batch, m, k, n, init)
 
@@ -418,33 +443,35 @@ class _Rewriter:
         n: int,
         init: ir.Value,
     ) -> Call:
-        """`op` as one GEMM of the activations [..., M, K] (bf16, or bf16-valued f32) by a packed weight."""
+        """`op` as one GEMM of the activations [..., M, K] (the model's element type, or bf16-valued f32
+        in a bf16 model) by a packed weight."""
+        e = self.element
         k = a_shape[-1]
         m = 1
         for size in a_shape[:-1]:
             m *= size
-        extra = mlir.row_padding(k)
+        extra = mlir.row_padding(k, e)
         call = matmul_call(m, k, n, pixel_stride=k + extra)
         fresh = mlir.Namer()
-        a_type = f"tensor<{mlir.dims(a_shape)}x{'f32' if truncate else 'bf16'}>"
+        a_type = f"tensor<{mlir.dims(a_shape)}x{'f32' if truncate else e}>"
         out = f"tensor<{mlir.dims([*a_shape[:-1], n])}xf32>"
         body, x = [], "%a"
         if len(a_shape) == 3:
-            body.append(f"%a2 = tensor.collapse_shape %a [[0, 1], [2]] : {a_type} into tensor<{m}x{k}x{'f32' if truncate else 'bf16'}>")
+            body.append(f"%a2 = tensor.collapse_shape %a [[0, 1], [2]] : {a_type} into tensor<{m}x{k}x{'f32' if truncate else e}>")
             x = "%a2"
         if truncate:
             lines, x = mlir.truncate(x, [m, k], fresh)
             body += lines
-        lines, packed = mlir.pack_weights("%w", call, layout, fresh)
+        lines, packed = mlir.pack_weights("%w", call, layout, fresh, element=e)
         body += lines
-        lines, x = mlir.pad_last(x, [m, k], extra, fresh)
+        lines, x = mlir.pad_last(x, [m, k], extra, fresh, e)
         body += lines
         rows, strip = call.oh, call.ow
         body.append(
             f"%x = tensor.expand_shape {x} [[0, 1, 2], [3]] output_shape [1, {rows}, {strip}, {k + extra}] : "
-            f"tensor<{m}x{k + extra}xbf16> into tensor<1x{rows}x{strip}x{k + extra}xbf16>"
+            f"tensor<{m}x{k + extra}x{e}> into tensor<1x{rows}x{strip}x{k + extra}x{e}>"
         )
-        lines, y = mlir.dispatch("%x", packed, call, fresh)
+        lines, y = mlir.dispatch("%x", packed, call, fresh, e)
         body += lines
         body.append(f"%r = tensor.collapse_shape {y} [[0, 1, 2], [3]] : tensor<1x{rows}x{strip}x{n}xf32> into tensor<{m}x{n}xf32>")
         result = "%r"
@@ -467,27 +494,29 @@ class _Rewriter:
     def _attention(
         self, op: ir.Operation, a: ir.Value, b: ir.Value, batch: int, m: int, k: int, n: int, init: ir.Value
     ) -> Call:
-        """A batch matmul of two activations, both rounded to bf16; the right one packed on every call."""
-        extra = mlir.row_padding(k)
+        """A batch matmul of two activations, the right one packed on every call: in a bf16 model both
+        rounded to bf16, in an f32 model in f32."""
+        e = self.element
+        extra = mlir.row_padding(k, e)
         call = matmul_call(m, k, n, batch=batch, batched=True, pixel_stride=k + extra)
         strip = call.ow
         fresh = mlir.Namer()
         body, names = [], {}
         for label, value, shape in (("a", a, [batch, m, k]), ("b", b, [batch, k, n])):
             names[label] = f"%{label}"
-            if _element(value) != "bf16":
+            if _element(value) != e:
                 lines, names[label] = mlir.truncate(f"%{label}", shape, fresh)
                 body += lines
-        lines, packed = mlir.pack_batched(names["b"], call, fresh)
+        lines, packed = mlir.pack_batched(names["b"], call, fresh, e)
         body += lines
-        lines, rows = mlir.pad_last(names["a"], [batch, m, k], extra, fresh)
+        lines, rows = mlir.pad_last(names["a"], [batch, m, k], extra, fresh, e)
         body += lines
         kx = k + extra
         body.append(
             f"%x = tensor.expand_shape {rows} [[0], [1, 2], [3]] output_shape [{batch}, {m // strip}, {strip}, {kx}] : "
-            f"tensor<{batch}x{m}x{kx}xbf16> into tensor<{batch}x{m // strip}x{strip}x{kx}xbf16>"
+            f"tensor<{batch}x{m}x{kx}x{e}> into tensor<{batch}x{m // strip}x{strip}x{kx}x{e}>"
         )
-        lines, y = mlir.dispatch("%x", packed, call, fresh)
+        lines, y = mlir.dispatch("%x", packed, call, fresh, e)
         body += lines
         out = f"tensor<{batch}x{m}x{n}xf32>"
         body.append(f"%r = tensor.collapse_shape {y} [[0], [1, 2], [3]] : tensor<{batch}x{m // strip}x{strip}x{n}xf32> into {out}")

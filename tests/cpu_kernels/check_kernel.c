@@ -2,8 +2,9 @@
 // workgroup of a few tilings, on small and edge shapes (tails of rows and channels, strides, 7x7
 // maps, batched right-hand sides, padded rows, row windows over 3 channels).
 //
-//   check_kernel amx|avx512    the AMX path (build with -DKILN_AMX_EMULATE on a CPU without AMX) or
-//                              the AVX512-BF16 one; prints a line per case, exits 1 on a mismatch
+//   check_kernel amx|avx512|f32  the AMX path (build with -DKILN_AMX_EMULATE on a CPU without AMX),
+//                                the AVX512-BF16 one, or the f32 one (AVX-512F); prints a line per
+//                                case, exits 1 on a mismatch
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,10 @@ int kiln_conv_bf16_workgroup(const bf16_t* x, size_t x_off, const bf16_t* p, siz
                              size_t nb, size_t hp, size_t wp, size_t cin, size_t oh, size_t ow, size_t cout, size_t kh,
                              size_t kw, size_t stride, size_t rows, size_t nbw, size_t kc, size_t p_bstride, size_t xs,
                              size_t wx, size_t wy, const uint64_t* processor_data);
+int kiln_conv_f32_workgroup(const float* x, size_t x_off, const float* p, size_t p_off, float* y, size_t y_off,
+                            size_t nb, size_t hp, size_t wp, size_t cin, size_t oh, size_t ow, size_t cout, size_t kh,
+                            size_t kw, size_t stride, size_t rows, size_t nbw, size_t kc, size_t p_bstride, size_t xs,
+                            size_t wx, size_t wy, const uint64_t* processor_data);
 
 typedef struct {
   const char* name;
@@ -64,7 +69,7 @@ static float uniform(void) {  // [-1, 1)
   return (float)((state >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
 }
 
-static int check(const shape_t* s, tiles_t t, int amx) {
+static int check(const shape_t* s, tiles_t t, int amx, int f32) {
   const size_t hp = s->h + 2 * s->pad, wp = s->w + 2 * s->pad, cin = s->cin;
   const size_t oh = (hp - s->k) / s->stride + 1, ow = (wp - s->k) / s->stride + 1;
   const int window = cin % 32 != 0;  // walked as kw = 1 over kw * cin values rounded up to 32
@@ -102,6 +107,15 @@ static int check(const shape_t* s, tiles_t t, int amx) {
         size_t tstep = k / 32, r = (k % 32) / 2, q = k % 2;
         p[img * per + (((co / 16) * ksteps + tstep) * 16 + r) * 32 + (co % 16) * 2 + q] = v;
       }
+  // The f32 path: the same values (all bf16-exact) as f32, weights in its layout P[n16][t][r][j].
+  float* xf = malloc((xn + 64) * 4);
+  float* pf = calloc(images * per, 4);
+  for (size_t i = 0; i < xn + 64; ++i) xf[i] = to_f32(x[i]);
+  for (size_t img = 0; img < images; ++img)
+    for (size_t i = 0; i < per; ++i) {
+      size_t q = i % 2, co = (i / 2) % 16, r = (i / 32) % 16, tn = i / 512;  // tn = n16 * ksteps + t
+      pf[img * per + tn * 512 + (2 * r + q) * 16 + co] = to_f32(p[img * per + i]);
+    }
   size_t yn = s->nb * oh * ow * s->cout;
   float* y = malloc(yn * 4);
   for (size_t i = 0; i < yn; ++i) y[i] = NAN;  // every output must be written
@@ -110,8 +124,12 @@ static int check(const shape_t* s, tiles_t t, int amx) {
   uint64_t features[2] = {amx ? (1ull << 50) | (1ull << 52) : 0, 0};
   for (size_t wy = 0; wy < gy; ++wy)
     for (size_t wx = 0; wx < gx; ++wx)
-      kiln_conv_bf16_workgroup(x, 0, p, 0, y, 0, s->nb, rows_alloc, wp, kcin, oh, ow, s->cout, s->k, kkw, s->stride, rows,
-                               t.nbw, t.kc, s->batched ? per : 0, xs, wx, wy, features);
+      if (f32)
+        kiln_conv_f32_workgroup(xf, 0, pf, 0, y, 0, s->nb, rows_alloc, wp, kcin, oh, ow, s->cout, s->k, kkw, s->stride,
+                                rows, t.nbw, t.kc, s->batched ? per : 0, xs, wx, wy, features);
+      else
+        kiln_conv_bf16_workgroup(x, 0, p, 0, y, 0, s->nb, rows_alloc, wp, kcin, oh, ow, s->cout, s->k, kkw, s->stride,
+                                 rows, t.nbw, t.kc, s->batched ? per : 0, xs, wx, wy, features);
   double worst = 0;
   for (size_t i = 0; i < yn; ++i) {
     size_t co = i % s->cout, pix = i / s->cout, wo = pix % ow, r = pix / ow, ho = r % oh, n = r / oh;
@@ -126,16 +144,16 @@ static int check(const shape_t* s, tiles_t t, int amx) {
     double err = fabs(y[i] - ref) / (mag + 1e-30);
     if (!(err <= worst)) worst = isnan(err) ? INFINITY : err;
   }
-  free(x), free(wt), free(p), free(y);
+  free(x), free(wt), free(p), free(y), free(xf), free(pf);
   int ok = worst < 1e-5;
   printf("%-34s rows %zu nbw %2zu kc %7zu: max rel err %.2e %s\n", s->name, rows, t.nbw, t.kc, worst, ok ? "ok" : "FAIL");
   return ok;
 }
 
 int main(int argc, char** argv) {
-  int amx = argc > 1 && !strcmp(argv[1], "amx"), failed = 0;
+  int amx = argc > 1 && !strcmp(argv[1], "amx"), f32 = argc > 1 && !strcmp(argv[1], "f32"), failed = 0;
   for (size_t i = 0; i < sizeof SHAPES / sizeof *SHAPES; ++i)
-    for (size_t t = 0; t < sizeof TILINGS / sizeof *TILINGS; ++t) failed += !check(&SHAPES[i], TILINGS[t], amx);
+    for (size_t t = 0; t < sizeof TILINGS / sizeof *TILINGS; ++t) failed += !check(&SHAPES[i], TILINGS[t], amx, f32);
   printf("%s\n", failed ? "FAILED" : "all passed");
   return failed != 0;
 }

@@ -223,15 +223,32 @@ func.func @others(%x: tensor<1x32x8x8xbf16>, %x3: tensor<1x3x8x8xbf16>) -> (tens
 
 // -----
 
-// Must not fire: an f32 model (no bf16 contraction), even with --attention; nothing is listed.
+// An f32 model (no bf16 contraction): its contractions go to the kernel's f32 path, its own export
+// over f32 input and weights packed as [n16][t][32][16] f32 (cout 8 padded to 16), attention's batch
+// matmul of two activations too (packed on every call, in f32: --attention is about bf16 models).
+// CHECK-LABEL: stream.executable private @kiln_cpu_kernels
+// CHECK:         stream.executable.export public @conv_f32
+// CHECK:         func.func private @kiln_conv_f32_workgroup(memref<f32>, index, memref<f32>, index, memref<f32>
+// CHECK-NOT:     @conv_bf16
+// CHECK-LABEL: func.func private @kiln_cpu_attention_1(
+// CHECK-SAME:      tensor<2x8x32xf32>{{.*}}tensor<2x32x8xf32>{{.*}}-> tensor<2x8x8xf32>
+// CHECK-NOT:     arith.truncf
+// CHECK:         linalg.transpose ins(%{{.*}} : tensor<2x1x16x1x32xf32>) outs(%{{.*}} : tensor<2x1x1x32x16xf32>) permutation = [0, 1, 3, 4, 2]
+// CHECK:         flow.dispatch @kiln_cpu_kernels::@conv_f32
+// CHECK-LABEL: func.func private @kiln_cpu_matmul_0(
+// CHECK-SAME:      tensor<8x32xf32>{{.*}}tensor<32x8xf32>{{.*}}-> tensor<8x8xf32>
+// CHECK:         tensor.pad %{{.*}} low[0, 0] high[8, 0]
+// CHECK:         tensor.expand_shape %{{.*}} output_shape [1, 16, 1, 32] : tensor<16x32xf32> into tensor<1x16x1x32xf32>
+// CHECK:         linalg.transpose ins(%{{.*}} : tensor<1x16x1x32xf32>) outs(%{{.*}} : tensor<1x1x32x16xf32>) permutation = [0, 2, 3, 1]
+// CHECK:         flow.dispatch @kiln_cpu_kernels::@conv_f32[{{.*}}]({{.*}}) : (tensor<1x1x8x32xf32>, tensor<1x1x32x16xf32>
 // CHECK-LABEL: func.func @f32_model(
-// CHECK:         linalg.matmul
-// CHECK:         linalg.batch_matmul
-// REPORT:      | contraction | code | tiles | grid | GFLOP | why |
-// REPORT-NEXT: |---|---|---|---|---|---|
-// REPORT-EMPTY:
+// CHECK:         call @kiln_cpu_matmul_0(
+// CHECK:         call @kiln_cpu_attention_1(
+// REPORT:      | linalg.matmul 8x32 * 32x8 | kiln | 1 output rows x 64 channels, K whole | [1, 1] | 0.0 | avx512f path of kiln_amx.c |
+// REPORT-NEXT: | linalg.batch_matmul 2x8x32 * 2x32x8 | kiln | 1 output rows x 64 channels, K whole | [1, 2] | 0.0 | avx512f path of kiln_amx.c |
 // ATTENTION-LABEL: func.func @f32_model(
-// ATTENTION:         linalg.batch_matmul
+// ATTENTION:         call @kiln_cpu_matmul_0(
+// ATTENTION:         call @kiln_cpu_attention_1(
 func.func @f32_model(%a: tensor<8x32xf32>, %b: tensor<32x8xf32>, %q: tensor<2x8x32xf32>, %k: tensor<2x32x8xf32>) -> (tensor<8x8xf32>, tensor<2x8x8xf32>) {
   %zero = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<8x8xf32>
@@ -284,4 +301,19 @@ func.func @conv_then_pool(%x: tensor<1x32x8x8xbf16>) -> tensor<1x32x4x4xbf16> {
   %p = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
     ins(%padded, %window : tensor<1x32x10x10xbf16>, tensor<3x3xbf16>) outs(%pi : tensor<1x32x4x4xbf16>) -> tensor<1x32x4x4xbf16>
   return %p : tensor<1x32x4x4xbf16>
+}
+
+// -----
+
+// Must not fire: an empty matmul (K = 0), whose result the kernel would never write.
+// CHECK-LABEL: func.func @empty(
+// CHECK-NOT:     call @kiln_cpu
+// CHECK:         linalg.matmul
+// REPORT:      | linalg.matmul 3x0 * 0x4 | iree | | | | an empty operand |
+func.func @empty(%a: tensor<3x0xf32>, %b: tensor<0x4xf32>) -> tensor<3x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x4xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<3x0xf32>, tensor<0x4xf32>) outs(%i : tensor<3x4xf32>) -> tensor<3x4xf32>
+  return %m : tensor<3x4xf32>
 }
