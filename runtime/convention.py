@@ -38,6 +38,16 @@ STAGE = "runtime"
 Value = torch.Tensor | np.ndarray
 
 
+def is_plain(spec: FunctionSpec) -> bool:
+    """Whether forward takes the function's input tensors as its positional arguments, in order, and
+    returns its one output tensor: then `arguments` and `results` have nothing to do but the count
+    check, which the call's plan makes too."""
+    nodes = spec.arguments["tuple"] if spec.arguments is not None else None
+    plain_in = nodes is None or nodes == [{"input": index} for index in range(len(spec.inputs))]
+    plain_out = spec.results in (None, {"output": 0}) and len(spec.outputs) == 1
+    return plain_in and plain_out
+
+
 def arguments(spec: FunctionSpec, args: Sequence[Any]) -> list[Any]:
     """The compiled function's inputs, in order, from forward's positional arguments `args`."""
     if spec.arguments is None:

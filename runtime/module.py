@@ -114,6 +114,7 @@ class Uploaded:
 
     views: tuple[rt.HalBufferView, ...]
     signature: Hashable
+    plan: Plan
 
 
 class Function:
@@ -128,9 +129,17 @@ class Function:
         self._executor = executor
         self._boundary = boundary
         self._plans: dict[Hashable, Plan] = {}
+        # What every call would otherwise recompute: these are a small model's whole call overhead.
+        self._returns = spec.returns
+        self._plain = convention.is_plain(spec)
+        self._carried_in = any(tensor.carried_as for tensor in spec.inputs)
+        self._carried_out = any(tensor.carried_as for tensor in self._returns)
+        self._written = spec.overwritten
 
     def __call__(self, *args: Any, as_numpy: bool = False) -> Any:
         """Call as forward is called: its arguments in, its result out (convention.py)."""
+        if self._plain:  # forward(tensors...) -> tensor: no nesting to walk
+            return self.flat(*args, as_numpy=as_numpy)[0]
         return convention.results(self.spec, self.flat(*convention.arguments(self.spec, args), as_numpy=as_numpy))
 
     def flat(self, *args: Value, as_numpy: bool = False) -> tuple[Any, ...]:
@@ -163,12 +172,14 @@ class Function:
             raise KilnError(f"the call failed on the device ({iree_reason(exc)})", stage=STAGE) from exc
         if not storage:
             outputs = self._left(results, call_plan, tensors)
-        outputs = [convention.from_carried(output, spec) for output, spec in zip(outputs, self.spec.returns, strict=True)]
+        if self._carried_out:
+            outputs = [convention.from_carried(output, spec) for output, spec in zip(outputs, self._returns, strict=True)]
         where = boundary.results_device(args)
         if where is not None:
             outputs = self._moved(outputs, where)
         returned = len(self.spec.outputs)
-        convention.write_back(self.spec, args, outputs[returned:])
+        if self.spec.writes_back:
+            convention.write_back(self.spec, args, outputs[returned:])
         if as_numpy:
             return tuple(to_numpy(output) for output in outputs[:returned])
         return tuple(outputs[:returned])
@@ -176,30 +187,39 @@ class Function:
     def upload(self, *values: Value) -> Uploaded:
         """`values` checked and imported once (as a call would), for `call_on_device`."""
         signature = signature_of(values)
-        self._plans.get(signature) or self._plan(values, signature)
+        call_plan = self._plans.get(signature) or self._plan(values, signature)
         _, views = self._enter(values)  # inputs IREE writes into are copied once here, not per timed call
-        return Uploaded(tuple(views), ("uploaded", signature))
+        return Uploaded(tuple(views), ("uploaded", signature), call_plan)
 
     def call_on_device(self, uploaded: Uploaded) -> rt.VmVariantList:
-        """Call with inputs already imported; IREE allocates the results and they stay there.
+        """Call with inputs already imported, the results left where a call leaves them before the
+        boundary: in tensors torch allocates where calls write into those (CUDA), else in IREE's memory.
 
-        It times the computation alone (kiln.measure.bench's "kiln" column): no checks, no boundary.
-        Returns once the results are ready, like every call of a synchronous IREE function.
+        It times the computation alone (kiln.measure.bench's "kiln" column): no checks, no boundary
+        for the inputs. Returns once the results are ready, like every call of a synchronous IREE function.
         """
-        arguments = rt.VmVariantList(len(uploaded.views))
+        call_plan = uploaded.plan
+        storage = self._out_function is not None and call_plan.result_shapes is not None
+        count = len(self._returns)
+        arguments = rt.VmVariantList(len(uploaded.views) + (count if storage else 0))
         for view in uploaded.views:
             arguments.push_ref(view)
-        results = rt.VmVariantList(len(self.spec.returns))
-        self._executor.invoke((self.spec.name, uploaded.signature), self._function, arguments, results)
+        if storage:
+            for shape, dtype in zip(call_plan.result_shapes, call_plan.result_dtypes, strict=True):  # type: ignore[arg-type]
+                arguments.push_ref(self._boundary.storage(shape, dtype)[1])
+        results = rt.VmVariantList(0 if storage else count)
+        self._executor.invoke(
+            (self.spec.name, uploaded.signature), self._out_function if storage else self._function, arguments, results
+        )
         return results
 
     def _enter(self, values: tuple[Value, ...]) -> tuple[list[torch.Tensor], list[rt.HalBufferView]]:
         """The inputs handed to IREE (in the dtype each is carried as; a copy of those the artifact
         writes into), and IREE's views of them."""
         tensors, views = [], []
-        written = self.spec.overwritten
+        written, carried = self._written, self._carried_in
         for index, (value, spec) in enumerate(zip(values, self.spec.inputs, strict=True)):
-            tensor, view = self._boundary.enter(convention.to_carried(value, spec), spec.name, index in written)
+            tensor, view = self._boundary.enter(convention.to_carried(value, spec) if carried else value, spec.name, index in written)
             tensors.append(tensor)
             views.append(view)
         return tensors, views
