@@ -24,6 +24,9 @@ Eligible, with static shapes:
   are all `permute(x, [0, 2, 1, 3])` (heads moved forward from [batch, seq, heads, dim]), the function
   takes the x and the kernel reads them through strides (layout "bshd"); likewise a result whose only
   use is that permute is returned permuted (out_layout "bshd"): no transposes are materialized.
+  Where those x are `view(slice(P, 2, start, start + heads * dim), [b, s, h, d])` of one [b, s, W]
+  tensor P (a fused QKV projection split in three), the function takes P for each (`packed` W,
+  `offsets` the starts) and the kernel reads Q, K and V inside it: the slices are not copied.
   The compiler keeps such attention whole at import for this (compiler/importer.py), in f32 too.
 
 The module says whether kernels apply: `kiln.target` "cuda", `kiln.gpu_arch` sm_90a (the PTX is
@@ -51,6 +54,7 @@ BIAS, STRIDE, PADDING, DILATION, TRANSPOSED, GROUPS = 2, 3, 4, 5, 6, 8
 # aten.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 MASK, DROPOUT, CAUSAL, SCALE, GQA = 3, 4, 5, 6, 7
 HEAD_DIMS = (16, 32, 64, 128)  # the attention kernel holds whole head rows: powers of two up to 128
+ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 HEADS_FORWARD = [0, 2, 1, 3]  # [batch, seq, heads, dim] <-> [batch, heads, seq, dim]
 
 
@@ -208,6 +212,12 @@ class _Builder:
         described = _static(x)
         shape = [described.shape[axis] for axis in order]
         return self.op("torch.aten.permute", [x, self.ints(order)], vtensor(shape, described.dtype))
+
+    def slice(self, x: ir.Value, dim: int, start: int, end: int) -> ir.Value:
+        described = _static(x)
+        shape = [end - start if axis == dim else size for axis, size in enumerate(described.shape)]
+        operands = [x, self.int_(dim), self.int_(start), self.int_(end), self.int_(1)]
+        return self.op("torch.aten.slice.Tensor", operands, vtensor(shape, described.dtype))
 
     def view(self, x: ir.Value, shape: list[int]) -> ir.Value:
         return self.op("torch.aten.view", [x, self.ints(shape)], vtensor(shape, _static(x).dtype))
@@ -369,6 +379,9 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
     permutes = [producer(op.operands[index], "torch.aten.permute") for index in range(3)]
     peeled = all(permute is not None and _ints(permute.operands[1]) == HEADS_FORWARD for permute in permutes)
     operands = [permute.operands[0] for permute in permutes] if peeled else list(op.operands[:3])  # type: ignore[union-attr]
+    packed = _packed_source(operands, q.dtype) if peeled else None
+    if packed is not None:
+        operands = [packed[0]] * 3
     user = _only_user(op.results[0], "torch.aten.permute")
     out_peeled = user is not None and _ints(user.operands[1]) == HEADS_FORWARD
     description = {
@@ -383,11 +396,18 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
     }
     if mask_type is not None:
         description.update(mask="bool" if mask_type.dtype == "i1" else mask_type.dtype, mask_shape=list(mask_type.shape))
+    if packed is not None:
+        description.update(packed=packed[1], offsets=list(packed[2]))
     result_type = op.results[0].type
     full_mask = [batch, heads, seq_q, k.shape[2]]
 
     def body(build: _Builder, args: list[ir.Value]) -> ir.Value:
-        qkv = [build.permute(arg, HEADS_FORWARD) for arg in args[:3]] if peeled else args[:3]
+        qkv = args[:3]
+        if packed is not None:
+            span = heads * head_dim
+            pieces = [build.slice(arg, 2, start, start + span) for arg, start in zip(qkv, packed[2], strict=True)]
+            qkv = [build.view(piece, [batch, seq_q, heads, head_dim]) for piece in pieces]
+        qkv = [build.permute(arg, HEADS_FORWARD) for arg in qkv] if peeled else qkv
         given = build.none()
         if mask_type is not None:  # at the full batch: IREE's fused attention does not broadcast it
             given = build.op("torch.aten.expand", [args[3], build.ints(full_mask), build.bool_(False)], vtensor(full_mask, mask_type.dtype))
@@ -396,6 +416,31 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
         return build.permute(result, HEADS_FORWARD) if out_peeled else result
 
     return description, [*operands, *([mask] if mask is not None else [])], body, [user] if out_peeled else []
+
+
+def _packed_source(values: list[ir.Value], dtype: str) -> tuple[ir.Value, int, tuple[int, ...]] | None:
+    """(P, W, starts) where each of `values` ([b, s, h, d]) is `view(slice(P, 2, start, start + h * d, 1))`
+    of one [b, s, W] tensor P, each start on 16 bytes (the kernel's vector loads); else None."""
+    sources, starts = [], []
+    for value in values:
+        view = producer(value, "torch.aten.view")
+        piece = producer(view.operands[0], "torch.aten.slice.Tensor") if view is not None else None
+        if piece is None:
+            return None
+        dim, start, end, step = (number(piece.operands[index]) for index in range(1, 5))
+        described = _static(piece.operands[0])
+        shape = _static(value)
+        if described is None or shape is None or len(described.shape) != 3 or dim not in (2, -1) or step != 1:
+            return None
+        if start is None or end is None or end - start != shape.shape[2] * shape.shape[3]:
+            return None
+        if described.shape[:2] != shape.shape[:2] or start * ELEMENT_BYTES[dtype] % 16:
+            return None
+        sources.append(piece.operands[0])
+        starts.append(int(start))
+    if any(source != sources[0] for source in sources):
+        return None
+    return sources[0], _static(sources[0]).shape[2], tuple(starts)
 
 
 def _mask_source(mask: ir.Value) -> ir.Value | None:
@@ -524,6 +569,7 @@ def _attribute(description: dict[str, Any]) -> ir.Attribute:
 # (MLIR does not see torch ops as trivially dead).
 ERASABLE = (
     "torch.aten.permute", "torch.aten.to.dtype", "torch.aten.broadcast_to", "torch.aten.expand", "torch.aten.view",
+    "torch.aten.slice.Tensor",
     "torch.prim.ListConstruct", "torch.constant.int", "torch.constant.float", "torch.constant.bool", "torch.constant.none",
 )  # fmt: skip
 

@@ -257,7 +257,9 @@ def test_hopper_attention_goes_to_kilns_kernel_in_f32_too(case, tmp_path, monkey
         assert [(r["code"], r["layout"], r["precision"]) for r in attention] == [
             ("kiln", "bshd", "tf32x3"), ("kiln", "bhsd", "tf32x3"), ("kiln", "bshd", "tf32x3"), ("kiln", "bshd", "tf32x3"),
         ]  # fmt: skip
-        assert [r["contraction"].rsplit("-", 1)[-1] for r in attention[2:]] == ["mask2x1x1x50bool", "mask2x1x1x50f32"]
+        assert [r["contraction"].split("-")[-2:] for r in attention[2:]] == [
+            ["mask2x1x1x50bool", "packed384"], ["mask2x1x1x50f32", "packed384"]
+        ]  # the masks, and Q, K and V read inside the QKV projection's output
         assert {record["kernel"] for record in attention} <= dispatched
         assert "iree_linalg_ext.attention" not in dispatch_creation.read_text()
     elif case == "kernels-off":
@@ -403,13 +405,27 @@ def _attention_reference(kernel: Kernel, name: str) -> str:
         ]
         given = "%mask"
     operands = []
-    for name_, shape in zip("qkv", shapes[:3], strict=True):
+    heads_last = [(c.batch, seq, c.heads, c.head_dim) for seq in (c.seq_q, c.seq_k, c.seq_k)]
+    for index, (name_, shape) in enumerate(zip("qkv", shapes[:3], strict=True)):
         lines.append(f"    %{name_}0 = torch_c.from_builtin_tensor %{name_} : {_tensor(shape, c.dtype)} -> {vtensor(shape)}")
-        if c.layout == "bshd":
+        if c.packed:  # its slice of the packed tensor, as [batch, seq, heads, dim]
+            start, span = c.offsets[index], c.heads * c.head_dim
+            piece = (c.batch, c.seq_q, span)
+            lines += [
+                f"    %{name_}o = torch.constant.int {start}",
+                f"    %{name_}e = torch.constant.int {start + span}",
+                f"    %{name_}p = torch.aten.slice.Tensor %{name_}0, %i2, %{name_}o, %{name_}e, %i1 : {vtensor(shape)}, !torch.int, !torch.int, !torch.int, !torch.int -> {vtensor(piece)}",
+                f"    %{name_}s = torch.prim.ListConstruct {', '.join(f'%{name_}d{i}' for i in range(4))} : (!torch.int, !torch.int, !torch.int, !torch.int) -> !torch.list<int>",
+                f"    %{name_}h = torch.aten.view %{name_}p, %{name_}s : {vtensor(piece)}, !torch.list<int> -> {vtensor(heads_last[index])}",
+            ]
+            lines[-3:-3] = [f"    %{name_}d{i} = torch.constant.int {size}" for i, size in enumerate(heads_last[index])]
+            lines.append(f"    %{name_}1 = torch.aten.permute %{name_}h, %order : {vtensor(heads_last[index])}, !torch.list<int> -> {vtensor(heads_forward(heads_last[index]))}")
+        elif c.layout == "bshd":
             lines.append(f"    %{name_}1 = torch.aten.permute %{name_}0, %order : {vtensor(shape)}, !torch.list<int> -> {vtensor(heads_forward(shape))}")
         operands.append(f"%{name_}1" if c.layout == "bshd" else f"%{name_}0")
     bhsd = (c.batch, c.heads, c.seq_q, c.head_dim)
-    types = ", ".join(vtensor(heads_forward(shape) if c.layout == "bshd" else shape) for shape in shapes[:3])
+    qkv_shapes = [heads_forward(shape) for shape in heads_last] if c.layout == "bshd" else list(shapes[:3])
+    types = ", ".join(vtensor(shape) for shape in qkv_shapes)
     mask_dtype_sdpa = "i1" if c.mask == "bool" else c.mask
     mask_type = f"!torch.vtensor<[{c.batch},{c.heads},{c.seq_q},{c.seq_k}],{mask_dtype_sdpa}>" if c.mask else "!torch.none"
     lines += [
@@ -466,7 +482,7 @@ def _run_on_cpu(text: str, compiled: Compiled, inputs: tuple[torch.Tensor, ...],
 # model file -> the kernels of its compile, by kind and layout
 WIRED = {
     CONTRACTIONS: {("Conv2d", "nchw"): 1, ("Conv2d", "nhwc"): 3, ("Matmul", "nk"): 2, ("Matmul", "nk+bias"): 1},
-    ATTENTION: {("Matmul", "nk+bias"): 1, ("Attention", "bshd"): 3, ("Attention", "bhsd"): 1},
+    ATTENTION: {("Matmul", "nk+bias"): 1, ("Attention", "bshd+packed"): 3, ("Attention", "bhsd"): 1},
 }
 
 
@@ -489,7 +505,10 @@ def test_kernel_wiring_matches_eager_on_the_cpu(model, dtype, tmp_path):
     kinds: dict[tuple[str, str], int] = {}
     for kernel in substitution.kernels:
         c = kernel.contraction
-        key = (type(c).__name__, c.b_layout + ("+bias" if c.bias else "") if isinstance(c, Matmul) else c.layout)
+        if isinstance(c, Matmul):
+            key = (type(c).__name__, c.b_layout + ("+bias" if c.bias else ""))
+        else:
+            key = (type(c).__name__, c.layout + ("+packed" if isinstance(c, Attention) and c.packed else ""))
         kinds[key] = kinds.get(key, 0) + 1
     assert kinds == WIRED[model]
     text = _with_reference_kernels(substitution.splice(str(module)), substitution.kernels)

@@ -168,13 +168,21 @@ class Attention:
     # kernel broadcasts it with zero strides.
     mask: str = ""
     mask_shape: tuple[int, ...] = ()
+    # Q, K and V packed side by side in one [batch, seq, packed] tensor (a fused QKV projection, "bshd"
+    # self-attention), at element `offsets` along its last dimension: each operand is that tensor, read
+    # through its row stride, so the slices are never copied. 0: three tensors of their own.
+    packed: int = 0
+    offsets: tuple[int, ...] = ()
 
     @property
     def out_dtype(self) -> str:
         return self.dtype
 
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
-        qkv = tuple(self._shape(self.layout, seq) for seq in (self.seq_q, self.seq_k, self.seq_k))
+        if self.packed:
+            qkv: tuple[tuple[int, ...], ...] = ((self.batch, self.seq_q, self.packed),) * 3
+        else:
+            qkv = tuple(self._shape(self.layout, seq) for seq in (self.seq_q, self.seq_k, self.seq_k))
         return (*qkv, self.mask_shape) if self.mask else qkv
 
     def operand_dtypes(self) -> tuple[str, ...]:
@@ -200,7 +208,8 @@ class Attention:
     @property
     def label(self) -> str:
         mask = f"-mask{'x'.join(map(str, self.mask_shape))}{self.mask}" if self.mask else ""
-        return f"{self.shape_key}-{self.layout}-{self.out_layout}{mask}"
+        packed = f"-packed{self.packed}" if self.packed else ""
+        return f"{self.shape_key}-{self.layout}-{self.out_layout}{mask}{packed}"
 
     @property
     def shape_key(self) -> str:
@@ -227,5 +236,6 @@ def from_description(description: Mapping[str, Any]) -> Contraction:
         return Conv2d(**fields)
     if kind == "attention":
         fields["mask_shape"] = tuple(fields.get("mask_shape", ()))
+        fields["offsets"] = tuple(fields.get("offsets", ()))
         return Attention(**fields)
     raise ValueError(f"unknown contraction kind {kind!r}")

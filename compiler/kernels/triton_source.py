@@ -196,6 +196,7 @@ def kiln_attention(
     K_SB: tl.constexpr, K_SH: tl.constexpr, K_SS: tl.constexpr,
     V_SB: tl.constexpr, V_SH: tl.constexpr, V_SS: tl.constexpr,
     O_SB: tl.constexpr, O_SH: tl.constexpr, O_SS: tl.constexpr,
+    Q_OFF: tl.constexpr, K_OFF: tl.constexpr, V_OFF: tl.constexpr,
     M_SB: tl.constexpr, M_SH: tl.constexpr, M_SQ: tl.constexpr, M_SK: tl.constexpr, MASK: tl.constexpr,
     QK_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
@@ -207,16 +208,17 @@ def kiln_attention(
     it not at all. A mask tensor (MASK 1: bytes, nonzero keeps; 2: additive) is read through its
     strides, 0 along the dimensions it broadcasts; with one every block is masked. A row no score is
     kept in comes out 0 (PyTorch's safe softmax), not NaN. Every dimension's stride is a constant; the
-    head dimension's is 1."""
+    head dimension's is 1. Q, K and V start *_OFF elements into their buffers (one packed QKV tensor
+    given three times)."""
     tile_m = tl.program_id(0)
     batch = tl.program_id(1) // HEADS
     head = tl.program_id(1) % HEADS
     rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
     safe_rows = tl.where(rows < SEQ_Q, rows, 0)  # rows past the end read row 0 and are never stored
-    q = tl.load(q_ptr + batch * Q_SB + head * Q_SH + safe_rows[:, None] * Q_SS + dims[None, :])
-    k_base = k_ptr + batch * K_SB + head * K_SH
-    v_base = v_ptr + batch * V_SB + head * V_SH
+    q = tl.load(q_ptr + Q_OFF + batch * Q_SB + head * Q_SH + safe_rows[:, None] * Q_SS + dims[None, :])
+    k_base = k_ptr + K_OFF + batch * K_SB + head * K_SH
+    v_base = v_ptr + V_OFF + batch * V_SB + head * V_SH
     acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)

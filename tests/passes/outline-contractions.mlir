@@ -217,6 +217,90 @@ module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff 
 
 // -----
 
+// GPT-2's fused QKV projection split in three: Q, K and V are slices of one [2, 16, 384] tensor. The
+// function takes that tensor for each (packed = 384, offsets 0, 128, 256: no slice is copied) and
+// slices it itself; a split whose start is not on 16 bytes (offset 1) is left as it was.
+// CHECK-LABEL: func.func @packed_qkv
+// CHECK-NEXT:    %[[Y:.*]] = call @kiln_attention_0(%arg0, %arg0, %arg0) : (!torch.vtensor<[2,16,384],bf16>, !torch.vtensor<[2,16,384],bf16>, !torch.vtensor<[2,16,384],bf16>) -> !torch.vtensor<[2,16,4,32],bf16>
+// CHECK-NEXT:    return %[[Y]]
+// CHECK-LABEL: func.func @misaligned_split
+// CHECK-COUNT-3: torch.aten.slice.Tensor
+// CHECK:         call @kiln_attention_1(%{{.*}}, %{{.*}}, %{{.*}}) : (!torch.vtensor<[2,16,4,32],bf16>, !torch.vtensor<[2,16,4,32],bf16>, !torch.vtensor<[2,16,4,32],bf16>)
+// CHECK:       func.func private @kiln_attention_0
+// CHECK-SAME:    layout = "bshd", offsets = [0, 128, 256], out_layout = "bshd", packed = 384 : i64
+// CHECK:         torch.aten.slice.Tensor %arg0, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : {{.*}} -> !torch.vtensor<[2,16,128],bf16>
+// CHECK-COUNT-2: torch.aten.slice.Tensor
+// CHECK-COUNT-3: torch.aten.view
+// CHECK-COUNT-3: torch.aten.permute
+// CHECK:         torch.aten.scaled_dot_product_attention
+// CHECK:       func.func private @kiln_attention_1
+// CHECK-NOT:     packed
+// CHECK-SAME:    layout = "bshd"
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on", kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @packed_qkv(%x: !torch.vtensor<[2,16,384],bf16>) -> !torch.vtensor<[2,16,4,32],bf16> {
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int2 = torch.constant.int 2
+    %int3 = torch.constant.int 3
+    %int4 = torch.constant.int 4
+    %int16 = torch.constant.int 16
+    %int32 = torch.constant.int 32
+    %int128 = torch.constant.int 128
+    %int256 = torch.constant.int 256
+    %int384 = torch.constant.int 384
+    %none = torch.constant.none
+    %true = torch.constant.bool true
+    %false = torch.constant.bool false
+    %float0 = torch.constant.float 0.000000e+00
+    %q0 = torch.aten.slice.Tensor %x, %int2, %int0, %int128, %int1 : !torch.vtensor<[2,16,384],bf16>, !torch.int, !torch.int, !torch.int, !torch.int -> !torch.vtensor<[2,16,128],bf16>
+    %k0 = torch.aten.slice.Tensor %x, %int2, %int128, %int256, %int1 : !torch.vtensor<[2,16,384],bf16>, !torch.int, !torch.int, !torch.int, !torch.int -> !torch.vtensor<[2,16,128],bf16>
+    %v0 = torch.aten.slice.Tensor %x, %int2, %int256, %int384, %int1 : !torch.vtensor<[2,16,384],bf16>, !torch.int, !torch.int, !torch.int, !torch.int -> !torch.vtensor<[2,16,128],bf16>
+    %shape = torch.prim.ListConstruct %int2, %int16, %int4, %int32 : (!torch.int, !torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %q = torch.aten.view %q0, %shape : !torch.vtensor<[2,16,128],bf16>, !torch.list<int> -> !torch.vtensor<[2,16,4,32],bf16>
+    %k = torch.aten.view %k0, %shape : !torch.vtensor<[2,16,128],bf16>, !torch.list<int> -> !torch.vtensor<[2,16,4,32],bf16>
+    %v = torch.aten.view %v0, %shape : !torch.vtensor<[2,16,128],bf16>, !torch.list<int> -> !torch.vtensor<[2,16,4,32],bf16>
+    %order = torch.prim.ListConstruct %int0, %int2, %int1, %int3 : (!torch.int, !torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %qt = torch.aten.permute %q, %order : !torch.vtensor<[2,16,4,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,4,16,32],bf16>
+    %kt = torch.aten.permute %k, %order : !torch.vtensor<[2,16,4,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,4,16,32],bf16>
+    %vt = torch.aten.permute %v, %order : !torch.vtensor<[2,16,4,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,4,16,32],bf16>
+    %a = torch.aten.scaled_dot_product_attention %qt, %kt, %vt, %none, %float0, %true, %none, %false : !torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,4,16,32],bf16>, !torch.none, !torch.float, !torch.bool, !torch.none, !torch.bool -> !torch.vtensor<[2,4,16,32],bf16>
+    %y = torch.aten.permute %a, %order : !torch.vtensor<[2,4,16,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,16,4,32],bf16>
+    return %y : !torch.vtensor<[2,16,4,32],bf16>
+  }
+  func.func @misaligned_split(%x: !torch.vtensor<[2,16,385],bf16>) -> !torch.vtensor<[2,16,4,32],bf16> {
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int2 = torch.constant.int 2
+    %int3 = torch.constant.int 3
+    %int4 = torch.constant.int 4
+    %int16 = torch.constant.int 16
+    %int32 = torch.constant.int 32
+    %int129 = torch.constant.int 129
+    %int257 = torch.constant.int 257
+    %int385 = torch.constant.int 385
+    %none = torch.constant.none
+    %true = torch.constant.bool true
+    %false = torch.constant.bool false
+    %float0 = torch.constant.float 0.000000e+00
+    %q0 = torch.aten.slice.Tensor %x, %int2, %int1, %int129, %int1 : !torch.vtensor<[2,16,385],bf16>, !torch.int, !torch.int, !torch.int, !torch.int -> !torch.vtensor<[2,16,128],bf16>
+    %k0 = torch.aten.slice.Tensor %x, %int2, %int129, %int257, %int1 : !torch.vtensor<[2,16,385],bf16>, !torch.int, !torch.int, !torch.int, !torch.int -> !torch.vtensor<[2,16,128],bf16>
+    %v0 = torch.aten.slice.Tensor %x, %int2, %int257, %int385, %int1 : !torch.vtensor<[2,16,385],bf16>, !torch.int, !torch.int, !torch.int, !torch.int -> !torch.vtensor<[2,16,128],bf16>
+    %shape = torch.prim.ListConstruct %int2, %int16, %int4, %int32 : (!torch.int, !torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %q = torch.aten.view %q0, %shape : !torch.vtensor<[2,16,128],bf16>, !torch.list<int> -> !torch.vtensor<[2,16,4,32],bf16>
+    %k = torch.aten.view %k0, %shape : !torch.vtensor<[2,16,128],bf16>, !torch.list<int> -> !torch.vtensor<[2,16,4,32],bf16>
+    %v = torch.aten.view %v0, %shape : !torch.vtensor<[2,16,128],bf16>, !torch.list<int> -> !torch.vtensor<[2,16,4,32],bf16>
+    %order = torch.prim.ListConstruct %int0, %int2, %int1, %int3 : (!torch.int, !torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %qt = torch.aten.permute %q, %order : !torch.vtensor<[2,16,4,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,4,16,32],bf16>
+    %kt = torch.aten.permute %k, %order : !torch.vtensor<[2,16,4,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,4,16,32],bf16>
+    %vt = torch.aten.permute %v, %order : !torch.vtensor<[2,16,4,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,4,16,32],bf16>
+    %a = torch.aten.scaled_dot_product_attention %qt, %kt, %vt, %none, %float0, %true, %none, %false : !torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,4,16,32],bf16>, !torch.none, !torch.float, !torch.bool, !torch.none, !torch.bool -> !torch.vtensor<[2,4,16,32],bf16>
+    %y = torch.aten.permute %a, %order : !torch.vtensor<[2,4,16,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,16,4,32],bf16>
+    return %y : !torch.vtensor<[2,16,4,32],bf16>
+  }
+}
+
+// -----
+
 // f32 attention as SDPA takes it, with a given scale: "bhsd", the matmul precision's kernel (tf32x3 at
 // "highest"). With an additive mask tensor too (described by its dtype and shape); one whose head
 // dimension (48) the kernel does not take stays.
