@@ -41,7 +41,8 @@ def bench_command(
     timed calls each, every call fully synchronized; the table gives median, min and max. Columns:
 
     \b
-      kiln       the artifact, inputs already imported on the device, results left in IREE
+      kiln       the artifact, inputs already imported on the device, results where calls
+                 write them (CUDA: into tensors torch allocates)
       kiln call  `module(*tensors)` with torch tensors on the device: the checks and the
                  boundary both ways included, as users call it
       eager      eager PyTorch, model and inputs on the device

@@ -5,8 +5,9 @@ synchronized, so the sides measure the same thing:
 - kiln: IREE's call returns only once its results are ready (the module's synchronous `main`
   waits on the device's fence before returning), so no extra synchronization is needed. It is
   timed twice, with the inputs already where the artifact runs (torch tensors on its device, as
-  eager's are): "kiln", the computation alone (inputs imported once, results left in IREE's
-  memory; the number the ratios use), and "kiln_call", `module(*tensors)` as users call it
+  eager's are): "kiln", the computation alone (inputs imported once, results where a call
+  writes them: tensors torch allocates on CUDA, IREE's memory on the CPU; the number the ratios
+  use), and "kiln_call", `module(*tensors)` as users call it
   (every check and the boundary both ways included: the difference is the call's overhead).
 - eager and Inductor: each call is followed by `torch.cuda.synchronize()` on a GPU.
 The numerics check is kiln.runtime.numerics's relative L2 verdict (eager on a GPU runs f32

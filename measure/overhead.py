@@ -3,7 +3,7 @@
 `OneAdd` adds one to a one-element tensor: its time is almost all call overhead, on either side.
 `call_overhead` times it three ways on the artifact's device, with the tensor already there: kiln's
 `module(x)` (manifest check, boundary both ways, IREE's call), kiln's call with the input imported
-once and the result left in IREE ("kiln", IREE's own floor), and eager PyTorch's `model(x)`. The
+once and the result where a call writes it ("kiln", IREE's own floor), and eager PyTorch's `model(x)`. The
 caller compiles the artifact for the target at hand (this package never imports the compiler).
 """
 

@@ -17,7 +17,7 @@ SCHEMA = "kiln-bench/1"
 
 # Every contender a case may time, in table order, with what its number includes.
 CONTENDERS: dict[str, str] = {
-    "kiln": "kiln artifact called with inputs already imported on the device; results left in IREE's memory",
+    "kiln": "kiln artifact called with inputs already imported on the device; results where calls write them (CUDA: tensors torch allocates)",
     "kiln_call": "kiln `module(*tensors)` with torch tensors already on the device: checks and boundary included",
     "eager": "eager PyTorch, model and inputs on the device",
     "inductor": "torch.compile (Inductor, default mode), model and inputs on the device",
