@@ -53,6 +53,29 @@ typedef struct {
   size_t xs;                  // elements between consecutive pixels of X (>= cin; > cin: padded rows)
 } conv_geom_t;
 
+// What workgroup (wx, y) computes: K steps, output channels [n_begin, n_end), output rows
+// [r_begin, r_end) of the flattened (n, oh) index.
+typedef struct {
+  size_t ksteps, n_begin, n_end, r_begin, r_end;
+} bounds_t;
+
+static inline bounds_t workgroup_bounds(const conv_geom_t* g, size_t wx, size_t wy) {
+  bounds_t b;
+  b.ksteps = g->kh * g->kw * (g->cin / 32);
+  b.n_begin = wx * g->nbw;
+  b.n_end = b.n_begin + g->nbw < g->cout ? b.n_begin + g->nbw : g->cout;
+  const size_t r_total = g->nb * g->oh;
+  b.r_begin = wy * g->rows;
+  b.r_end = b.r_begin + g->rows < r_total ? b.r_begin + g->rows : r_total;
+  return b;
+}
+
+// Channels of 16-wide block `half` (0 or 1) of the 32 starting at n, below n_end.
+static inline int channels_in_block(size_t n, size_t n_end, int half) {
+  size_t start = n + 16 * half;
+  return start >= n_end ? 0 : n_end - start >= 16 ? 16 : (int)(n_end - start);
+}
+
 // ---------------------------------------------------------------------------------------------
 // AMX path
 
@@ -168,10 +191,14 @@ static void amx_block(const conv_geom_t* g, const bf16_t* a0, const bf16_t* a1,
   else AMX_BLOCK_BODY(0, 0);
 }
 
-// The pixels of output row `r` (flattened n, oh) as A/C pointers for pixel `ow`.
-static inline const bf16_t* a_pixel(const conv_geom_t* g, const bf16_t* x, size_t r, size_t ow) {
+// The pixels of output row `r` (flattened n, oh): the input element where pixel `ow`'s receptive
+// field starts, and A/C pointers for it.
+static inline size_t x_index(const conv_geom_t* g, size_t r, size_t ow) {
   size_t n = r / g->oh, oh = r - n * g->oh;
-  return x + ((n * g->hp + oh * g->stride) * g->wp + ow * g->stride) * g->xs;
+  return ((n * g->hp + oh * g->stride) * g->wp + ow * g->stride) * g->xs;
+}
+static inline const bf16_t* a_pixel(const conv_geom_t* g, const bf16_t* x, size_t r, size_t ow) {
+  return x + x_index(g, r, ow);
 }
 static inline float* c_pixel(const conv_geom_t* g, float* y, size_t r, size_t ow) {
   return y + (r * g->ow + ow) * g->cout;
@@ -180,18 +207,15 @@ static inline float* c_pixel(const conv_geom_t* g, float* y, size_t r, size_t ow
 __attribute__((target("amx-tile,amx-bf16")))
 static void amx_workgroup(const conv_geom_t* g, const bf16_t* x, const bf16_t* p, float* y,
                           size_t wx, size_t wy) {
-  const size_t ksteps = g->kh * g->kw * (g->cin / 32);
-  const size_t n_begin = wx * g->nbw, n_end = n_begin + g->nbw < g->cout ? n_begin + g->nbw : g->cout;
-  const size_t r_total = g->nb * g->oh;
-  const size_t r_begin = wy * g->rows, r_end = r_begin + g->rows < r_total ? r_begin + g->rows : r_total;
+  const bounds_t b = workgroup_bounds(g, wx, wy);
+  const size_t ksteps = b.ksteps, n_begin = b.n_begin, n_end = b.n_end, r_begin = b.r_begin, r_end = b.r_end;
   const size_t segs = (g->ow + 15) / 16;  // 16-pixel segments of an output row
   tile_config_t cfg;
   int current = -1;  // the configured shape, as mr0 | mr1 << 5 | nc0 << 10 | nc1 << 15
   for (size_t t0 = 0; t0 < ksteps; t0 += g->kc) {
     size_t t1 = t0 + g->kc < ksteps ? t0 + g->kc : ksteps;
     for (size_t n = n_begin; n < n_end; n += 32) {
-      int nc0 = n_end - n >= 16 ? 16 : (int)(n_end - n);
-      int nc1 = n_end - n >= 32 ? 16 : (n_end - n > 16 ? (int)(n_end - n - 16) : 0);
+      const int nc0 = channels_in_block(n, n_end, 0), nc1 = channels_in_block(n, n_end, 1);
       const bf16_t* p0 = p + (n / 16) * ksteps * 512;
       const bf16_t* p1 = p0 + ksteps * 512;
       // Pairs of segments; a pair may straddle two output rows (each segment has its own pointers),
@@ -265,15 +289,12 @@ static void avx512_rows(const conv_geom_t* g, const bf16_t* const* a, float* con
 __attribute__((target("avx512f,avx512bf16,avx512bw,avx512vl")))
 static void avx512_workgroup(const conv_geom_t* g, const bf16_t* x, const bf16_t* p, float* y,
                              size_t wx, size_t wy) {
-  const size_t ksteps = g->kh * g->kw * (g->cin / 32);
-  const size_t n_begin = wx * g->nbw, n_end = n_begin + g->nbw < g->cout ? n_begin + g->nbw : g->cout;
-  const size_t r_total = g->nb * g->oh;
-  const size_t r_begin = wy * g->rows, r_end = r_begin + g->rows < r_total ? r_begin + g->rows : r_total;
+  const bounds_t b = workgroup_bounds(g, wx, wy);
+  const size_t ksteps = b.ksteps, n_begin = b.n_begin, n_end = b.n_end, r_begin = b.r_begin, r_end = b.r_end;
   for (size_t t0 = 0; t0 < ksteps; t0 += g->kc) {
     size_t t1 = t0 + g->kc < ksteps ? t0 + g->kc : ksteps;
     for (size_t n = n_begin; n < n_end; n += 32) {
-      int nc0 = n_end - n >= 16 ? 16 : (int)(n_end - n);
-      int nc1 = n_end - n >= 32 ? 16 : (n_end - n > 16 ? (int)(n_end - n - 16) : 0);
+      const int nc0 = channels_in_block(n, n_end, 0), nc1 = channels_in_block(n, n_end, 1);
       const bf16_t* p0 = p + (n / 16) * ksteps * 512;
       const bf16_t* p1 = p0 + ksteps * 512;
       for (size_t r = r_begin; r < r_end; ++r) {
@@ -350,22 +371,14 @@ static void f32_rows(int m, const conv_geom_t* g, const float* const* a, float* 
   }
 }
 
-static inline const float* a_pixel_f32(const conv_geom_t* g, const float* x, size_t r, size_t ow) {
-  size_t n = r / g->oh, oh = r - n * g->oh;
-  return x + ((n * g->hp + oh * g->stride) * g->wp + ow * g->stride) * g->xs;
-}
-
 __attribute__((target("avx512f")))
 static void f32_workgroup(const conv_geom_t* g, const float* x, const float* p, float* y, size_t wx, size_t wy) {
-  const size_t ksteps = g->kh * g->kw * (g->cin / 32);
-  const size_t n_begin = wx * g->nbw, n_end = n_begin + g->nbw < g->cout ? n_begin + g->nbw : g->cout;
-  const size_t r_total = g->nb * g->oh;
-  const size_t r_begin = wy * g->rows, r_end = r_begin + g->rows < r_total ? r_begin + g->rows : r_total;
+  const bounds_t b = workgroup_bounds(g, wx, wy);
+  const size_t ksteps = b.ksteps, n_begin = b.n_begin, n_end = b.n_end, r_begin = b.r_begin, r_end = b.r_end;
   for (size_t t0 = 0; t0 < ksteps; t0 += g->kc) {
     size_t t1 = t0 + g->kc < ksteps ? t0 + g->kc : ksteps;
     for (size_t n = n_begin; n < n_end; n += 32) {
-      int nc0 = n_end - n >= 16 ? 16 : (int)(n_end - n);
-      int nc1 = n_end - n >= 32 ? 16 : (n_end - n > 16 ? (int)(n_end - n - 16) : 0);
+      const int nc0 = channels_in_block(n, n_end, 0), nc1 = channels_in_block(n, n_end, 1);
       const __mmask16 k0 = (__mmask16)((1u << nc0) - 1), k1 = (__mmask16)((1u << nc1) - 1);
       const float* p0 = p + (n / 16) * ksteps * 512;
       const float* p1 = nc1 ? p0 + ksteps * 512 : p0;  // no second block: its (masked) sums are never stored
@@ -376,7 +389,7 @@ static void f32_workgroup(const conv_geom_t* g, const float* x, const float* p, 
           const float* a[F32_M];
           float* c[F32_M];
           for (int i = 0; i < m; ++i) {
-            a[i] = a_pixel_f32(g, x, r, w0 + i);
+            a[i] = x + x_index(g, r, w0 + i);
             c[i] = c_pixel(g, y, r, w0 + i) + n;
           }
           f32_rows(m, g, a, c, p0 + image, p1 + image, k0, k1, t0, t1, t0 == 0);
