@@ -196,7 +196,8 @@ class Function:
         boundary: in tensors torch allocates where calls write into those (CUDA), else in IREE's memory.
 
         It times the computation alone (kiln.measure.bench's "kiln" column): no checks, no boundary
-        for the inputs. Returns once the results are ready, like every call of a synchronous IREE function.
+        for the inputs. Returns IREE's views of the results once they are ready, like every call of a
+        synchronous IREE function.
         """
         call_plan = uploaded.plan
         storage = self._out_function is not None and call_plan.result_shapes is not None
@@ -204,13 +205,19 @@ class Function:
         arguments = rt.VmVariantList(len(uploaded.views) + (count if storage else 0))
         for view in uploaded.views:
             arguments.push_ref(view)
-        if storage:
-            for shape, dtype in zip(call_plan.result_shapes, call_plan.result_dtypes, strict=True):  # type: ignore[arg-type]
-                arguments.push_ref(self._boundary.storage(shape, dtype)[1])
-        results = rt.VmVariantList(0 if storage else count)
-        self._executor.invoke(
-            (self.spec.name, uploaded.signature), self._out_function if storage else self._function, arguments, results
-        )
+        results = rt.VmVariantList(count)
+        if not storage:
+            self._executor.invoke((self.spec.name, uploaded.signature), self._function, arguments, results)
+            return results
+        outputs = [
+            self._boundary.storage(shape, dtype)[1]
+            for shape, dtype in zip(call_plan.result_shapes, call_plan.result_dtypes, strict=True)  # type: ignore[arg-type]
+        ]
+        for view in outputs:
+            arguments.push_ref(view)
+        self._executor.invoke((self.spec.name, uploaded.signature), self._out_function, arguments, rt.VmVariantList(0))
+        for view in outputs:  # each keeps the torch tensor it views alive
+            results.push_ref(view)
         return results
 
     def _enter(self, values: tuple[Value, ...]) -> tuple[list[torch.Tensor], list[rt.HalBufferView]]:
