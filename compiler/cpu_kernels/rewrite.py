@@ -416,6 +416,8 @@ class _Rewriter:
         n = _shape(b)[2]
         if k % 32:
             raise _Skip(f"K = {k}, not a multiple of 32")
+        if self.element == "f32" and (_element(a), _element(b)) != ("f32", "f32"):
+            raise _Skip(f"{_element(a)} x {_element(b)}, not f32 x f32")
         broadcast = _producer(b)
         shared = (
             _name(broadcast) == "linalg.generic"

@@ -317,3 +317,19 @@ func.func @empty(%a: tensor<3x0xf32>, %b: tensor<0x4xf32>) -> tensor<3x4xf32> {
   %m = linalg.matmul ins(%a, %b : tensor<3x0xf32>, tensor<0x4xf32>) outs(%i : tensor<3x4xf32>) -> tensor<3x4xf32>
   return %m : tensor<3x4xf32>
 }
+
+// -----
+
+// Must not fire: a model of neither bf16 nor f32 (f16 operands, f32 result) is no f32 model's
+// contraction for the kernel's f32 path.
+// CHECK-LABEL: func.func @f16_batch_matmul(
+// CHECK-NOT:     call @kiln_cpu
+// CHECK:         linalg.batch_matmul
+// REPORT:      | linalg.batch_matmul 2x8x32 * 2x32x8 | iree | | | | f16 x f16, not f32 x f32 |
+func.func @f16_batch_matmul(%q: tensor<2x8x32xf16>, %k: tensor<2x32x8xf16>) -> tensor<2x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x8x8xf32>
+  %i = linalg.fill ins(%zero : f32) outs(%e : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  %s = linalg.batch_matmul ins(%q, %k : tensor<2x8x32xf16>, tensor<2x32x8xf16>) outs(%i : tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+  return %s : tensor<2x8x8xf32>
+}
