@@ -24,9 +24,11 @@ Eligible, with static shapes:
   are all `permute(x, [0, 2, 1, 3])` (heads moved forward from [batch, seq, heads, dim]), the function
   takes the x and the kernel reads them through strides (layout "bshd"); likewise a result whose only
   use is that permute is returned permuted (out_layout "bshd"): no transposes are materialized.
-  Where those x are `view(slice(P, 2, start, start + heads * dim), [b, s, h, d])` of one [b, s, W]
-  tensor P (a fused QKV projection split in three), the function takes P for each (`packed` W,
-  `offsets` the starts) and the kernel reads Q, K and V inside it: the slices are not copied.
+  Where Q, K and V are instead made by longer chains of layout ops from earlier tensors (a fused QKV
+  projection split in three; nn.MultiheadAttention's sequence-first reshapes and selects), the
+  function takes those earlier tensors (`sources`) and the kernel reads each operand through the
+  strides the chain amounts to (layout "strided", `views` [offset, batch, head, seq strides]; see
+  strided_views.py): nothing is copied.
   The compiler keeps such attention whole at import for this (compiler/importer.py), in f32 too.
 
 The module says whether kernels apply: `kiln.target` "cuda", `kiln.gpu_arch` sm_90a (the PTX is
@@ -44,6 +46,7 @@ from typing import Any
 from torch_mlir import ir
 
 from .pass_api import Pass, PassRun
+from .strided_views import LAYOUT_OPS, StridedView, integer_arguments, strided_view
 from .torch_ir import TensorType, defining_op, is_none, number, producer, tensor_type, vtensor
 
 ATTRIBUTE = "kiln.contraction"
@@ -213,11 +216,12 @@ class _Builder:
         shape = [described.shape[axis] for axis in order]
         return self.op("torch.aten.permute", [x, self.ints(order)], vtensor(shape, described.dtype))
 
-    def slice(self, x: ir.Value, dim: int, start: int, end: int) -> ir.Value:
-        described = _static(x)
-        shape = [end - start if axis == dim else size for axis, size in enumerate(described.shape)]
-        operands = [x, self.int_(dim), self.int_(start), self.int_(end), self.int_(1)]
-        return self.op("torch.aten.slice.Tensor", operands, vtensor(shape, described.dtype))
+    def replay(self, chain: tuple[ir.Operation, ...], x: ir.Value) -> ir.Value:
+        """The layout ops of `chain` again, from `x` (their integer arguments as constants here)."""
+        for op in chain:
+            arguments = [self.ints(item) if isinstance(item, list) else self.int_(item) for item in integer_arguments(op)]
+            x = self.op(op.name, [x, *arguments], op.results[0].type)
+        return x
 
     def view(self, x: ir.Value, shape: list[int]) -> ir.Value:
         return self.op("torch.aten.view", [x, self.ints(shape)], vtensor(shape, _static(x).dtype))
@@ -379,9 +383,9 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
     permutes = [producer(op.operands[index], "torch.aten.permute") for index in range(3)]
     peeled = all(permute is not None and _ints(permute.operands[1]) == HEADS_FORWARD for permute in permutes)
     operands = [permute.operands[0] for permute in permutes] if peeled else list(op.operands[:3])  # type: ignore[union-attr]
-    packed = _packed_source(operands, q.dtype) if peeled else None
-    if packed is not None:
-        operands = [packed[0]] * 3
+    views = _strided_operands(op, q.dtype) if any(_is_layout(value) for value in operands) else None
+    if views is not None:
+        operands = [view.root for view in views]
     user = _only_user(op.results[0], "torch.aten.permute")
     out_peeled = user is not None and _ints(user.operands[1]) == HEADS_FORWARD
     description = {
@@ -391,23 +395,24 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
         "causal": causal,
         "scale": float(number(scale) if number(scale) is not None else head_dim**-0.5),
         "precision": precision if q.dtype == "f32" else "",
-        "layout": "bshd" if peeled else "bhsd",
+        "layout": "strided" if views is not None else "bshd" if peeled else "bhsd",
         "out_layout": "bshd" if out_peeled else "bhsd",
     }
     if mask_type is not None:
         description.update(mask="bool" if mask_type.dtype == "i1" else mask_type.dtype, mask_shape=list(mask_type.shape))
-    if packed is not None:
-        description.update(packed=packed[1], offsets=list(packed[2]))
+    if views is not None:
+        description.update(
+            sources=[list(_static(view.root).shape) for view in views],  # type: ignore[union-attr]
+            views=[[view.offset, *view.strides[:3]] for view in views],
+        )
     result_type = op.results[0].type
     full_mask = [batch, heads, seq_q, k.shape[2]]
 
     def body(build: _Builder, args: list[ir.Value]) -> ir.Value:
-        qkv = args[:3]
-        if packed is not None:
-            span = heads * head_dim
-            pieces = [build.slice(arg, 2, start, start + span) for arg, start in zip(qkv, packed[2], strict=True)]
-            qkv = [build.view(piece, [batch, seq_q, heads, head_dim]) for piece in pieces]
-        qkv = [build.permute(arg, HEADS_FORWARD) for arg in qkv] if peeled else qkv
+        if views is not None:
+            qkv = [build.replay(view.chain, arg) for view, arg in zip(views, args[:3], strict=True)]
+        else:
+            qkv = [build.permute(arg, HEADS_FORWARD) for arg in args[:3]] if peeled else args[:3]
         given = build.none()
         if mask_type is not None:  # at the full batch: IREE's fused attention does not broadcast it
             given = build.op("torch.aten.expand", [args[3], build.ints(full_mask), build.bool_(False)], vtensor(full_mask, mask_type.dtype))
@@ -418,29 +423,19 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
     return description, [*operands, *([mask] if mask is not None else [])], body, [user] if out_peeled else []
 
 
-def _packed_source(values: list[ir.Value], dtype: str) -> tuple[ir.Value, int, tuple[int, ...]] | None:
-    """(P, W, starts) where each of `values` ([b, s, h, d]) is `view(slice(P, 2, start, start + h * d, 1))`
-    of one [b, s, W] tensor P, each start on 16 bytes (the kernel's vector loads); else None."""
-    sources, starts = [], []
-    for value in values:
-        view = producer(value, "torch.aten.view")
-        piece = producer(view.operands[0], "torch.aten.slice.Tensor") if view is not None else None
-        if piece is None:
+def _is_layout(value: ir.Value) -> bool:
+    op = defining_op(value)
+    return op is not None and op.name in LAYOUT_OPS
+
+
+def _strided_operands(op: ir.Operation, dtype: str) -> list[StridedView] | None:
+    """Q, K and V as strided windows of earlier tensors the kernel can read: the head dimension
+    contiguous, each start on 16 bytes (its vector loads); else None (they are copied)."""
+    views = [strided_view(op.operands[index]) for index in range(3)]
+    for view in views:
+        if view is None or view.strides[3] != 1 or view.offset * ELEMENT_BYTES[dtype] % 16:
             return None
-        dim, start, end, step = (number(piece.operands[index]) for index in range(1, 5))
-        described = _static(piece.operands[0])
-        shape = _static(value)
-        if described is None or shape is None or len(described.shape) != 3 or dim not in (2, -1) or step != 1:
-            return None
-        if start is None or end is None or end - start != shape.shape[2] * shape.shape[3]:
-            return None
-        if described.shape[:2] != shape.shape[:2] or start * ELEMENT_BYTES[dtype] % 16:
-            return None
-        sources.append(piece.operands[0])
-        starts.append(int(start))
-    if any(source != sources[0] for source in sources):
-        return None
-    return sources[0], _static(sources[0]).shape[2], tuple(starts)
+    return views  # type: ignore[return-value]
 
 
 def _mask_source(mask: ir.Value) -> ir.Value | None:
@@ -568,8 +563,7 @@ def _attribute(description: dict[str, Any]) -> ir.Attribute:
 # What a replaced contraction read that may be left unused: erased with it, so no dead torch op stays
 # (MLIR does not see torch ops as trivially dead).
 ERASABLE = (
-    "torch.aten.permute", "torch.aten.to.dtype", "torch.aten.broadcast_to", "torch.aten.expand", "torch.aten.view",
-    "torch.aten.slice.Tensor",
+    *LAYOUT_OPS, "torch.aten.to.dtype", "torch.aten.broadcast_to", "torch.aten.expand",
     "torch.prim.ListConstruct", "torch.constant.int", "torch.constant.float", "torch.constant.bool", "torch.constant.none",
 )  # fmt: skip
 

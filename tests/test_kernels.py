@@ -17,6 +17,7 @@ on a CUDA GPU (skipped where IREE sees none).
 from __future__ import annotations
 
 import functools
+import math
 import re
 import runpy
 import subprocess
@@ -249,24 +250,24 @@ def test_hopper_attention_goes_to_kilns_kernel_in_f32_too(case, tmp_path, monkey
     compiled = run_pipeline(model_spec(ATTENTION), options, say=notes.append).compiled
     assert compiled is not None
     aten = next(tmp_path.glob("*-aten.mlir")).read_text()
-    assert aten.count("torch.aten.scaled_dot_product_attention") == (0 if case == "kernels-off" else 4)
+    assert aten.count("torch.aten.scaled_dot_product_attention") == (0 if case == "kernels-off" else 5)
     attention = [record for record in compiled.manifest.kernels if record["contraction"].startswith("attn")]
     dispatched = {entry for _, entry in KILN_DISPATCH.findall(flow_phase(tmp_path))}
     (dispatch_creation,) = tmp_path.glob("*-vmfb-05-dispatch-creation.mlir")
     if case == "kernels":
         assert [(r["code"], r["layout"], r["precision"]) for r in attention] == [
-            ("kiln", "bshd", "tf32x3"), ("kiln", "bhsd", "tf32x3"), ("kiln", "bshd", "tf32x3"), ("kiln", "bshd", "tf32x3"),
-        ]  # fmt: skip
-        assert [r["contraction"].split("-")[-2:] for r in attention[2:]] == [
-            ["mask2x1x1x50bool", "packed384"], ["mask2x1x1x50f32", "packed384"]
-        ]  # the masks, and Q, K and V read inside the QKV projection's output
+            ("kiln", "strided", "tf32x3"),
+        ] * 5  # fmt: skip  (Q, K and V read inside the projections' outputs and the memory's view)
+        assert [re.search(r"-mask[^-]*", r["contraction"]).group() for r in attention[2:4]] == [
+            "-mask2x1x1x50bool", "-mask2x1x1x50f32"
+        ]
         assert {record["kernel"] for record in attention} <= dispatched
         assert "iree_linalg_ext.attention" not in dispatch_creation.read_text()
     elif case == "kernels-off":
         assert attention == [] and not dispatched
         assert "iree_linalg_ext.attention" not in dispatch_creation.read_text()
     else:
-        assert [record["code"] for record in attention] == ["iree"] * 4 and not dispatched
+        assert [record["code"] for record in attention] == ["iree"] * 5 and not dispatched
         assert "iree_linalg_ext.attention" in dispatch_creation.read_text()
         assert any("attn2x4x50x50x32-f32-tf32x3-causal" in note and "Triton is not installed" in note for note in notes)
 
@@ -369,6 +370,34 @@ def _reference(kernel: Kernel, name: str) -> str:
     return "\n".join([*lines, "  }", ""])
 
 
+def _gathered(name: str, vtensor, source: tuple[int, ...], view: tuple[int, ...], shape: tuple[int, ...]) -> list[str]:
+    """Lines making `{name}1` ([batch, heads, seq, dim]) from `{name}0` (of shape `source`): the
+    elements at view[0] + batch * view[1] + head * view[2] + seq * view[3] + dim, as the kernel reads them."""
+    offset, sb, sh, ss = view
+    b, h, sq, d = shape
+    index = (
+        offset
+        + torch.arange(b)[:, None, None, None] * sb
+        + torch.arange(h)[None, :, None, None] * sh
+        + torch.arange(sq)[None, None, :, None] * ss
+        + torch.arange(d)[None, None, None, :]
+    ).flatten()
+    count, elements = index.numel(), math.prod(source)
+    listed = lambda sizes, tag: [  # noqa: E731
+        *(f"    {name}{tag}{i} = torch.constant.int {size}" for i, size in enumerate(sizes)),
+        f"    {name}{tag} = torch.prim.ListConstruct {', '.join(f'{name}{tag}{i}' for i in range(len(sizes)))} : "
+        f"({', '.join(['!torch.int'] * len(sizes))}) -> !torch.list<int>",
+    ]
+    return [
+        *listed([elements], "n"),
+        f"    {name}f = torch.aten.view {name}0, {name}n : {vtensor(source)}, !torch.list<int> -> {vtensor((elements,))}",
+        f"    {name}i = torch.vtensor.literal(dense<[{', '.join(map(str, index.tolist()))}]> : tensor<{count}xsi64>) : !torch.vtensor<[{count}],si64>",
+        f"    {name}g = torch.aten.index_select {name}f, %i0, {name}i : {vtensor((elements,))}, !torch.int, !torch.vtensor<[{count}],si64> -> {vtensor((count,))}",
+        *listed(list(shape), "s"),
+        f"    {name}1 = torch.aten.view {name}g, {name}s : {vtensor((count,))}, !torch.list<int> -> {vtensor(shape)}",
+    ]
+
+
 def _attention_reference(kernel: Kernel, name: str) -> str:
     """`func.func private @name` computing the kernel's attention with PyTorch's op (which IREE lowers
     on the CPU), from and to the layouts the kernel reads and writes."""
@@ -405,27 +434,16 @@ def _attention_reference(kernel: Kernel, name: str) -> str:
         ]
         given = "%mask"
     operands = []
-    heads_last = [(c.batch, seq, c.heads, c.head_dim) for seq in (c.seq_q, c.seq_k, c.seq_k)]
+    bhsd_shapes = [(c.batch, c.heads, seq, c.head_dim) for seq in (c.seq_q, c.seq_k, c.seq_k)]
     for index, (name_, shape) in enumerate(zip("qkv", shapes[:3], strict=True)):
         lines.append(f"    %{name_}0 = torch_c.from_builtin_tensor %{name_} : {_tensor(shape, c.dtype)} -> {vtensor(shape)}")
-        if c.packed:  # its slice of the packed tensor, as [batch, seq, heads, dim]
-            start, span = c.offsets[index], c.heads * c.head_dim
-            piece = (c.batch, c.seq_q, span)
-            lines += [
-                f"    %{name_}o = torch.constant.int {start}",
-                f"    %{name_}e = torch.constant.int {start + span}",
-                f"    %{name_}p = torch.aten.slice.Tensor %{name_}0, %i2, %{name_}o, %{name_}e, %i1 : {vtensor(shape)}, !torch.int, !torch.int, !torch.int, !torch.int -> {vtensor(piece)}",
-                f"    %{name_}s = torch.prim.ListConstruct {', '.join(f'%{name_}d{i}' for i in range(4))} : (!torch.int, !torch.int, !torch.int, !torch.int) -> !torch.list<int>",
-                f"    %{name_}h = torch.aten.view %{name_}p, %{name_}s : {vtensor(piece)}, !torch.list<int> -> {vtensor(heads_last[index])}",
-            ]
-            lines[-3:-3] = [f"    %{name_}d{i} = torch.constant.int {size}" for i, size in enumerate(heads_last[index])]
-            lines.append(f"    %{name_}1 = torch.aten.permute %{name_}h, %order : {vtensor(heads_last[index])}, !torch.list<int> -> {vtensor(heads_forward(heads_last[index]))}")
+        if c.layout == "strided":  # gathered from its source by the indices its view reads
+            lines += _gathered(f"%{name_}", vtensor, shape, c.views[index], bhsd_shapes[index])
         elif c.layout == "bshd":
             lines.append(f"    %{name_}1 = torch.aten.permute %{name_}0, %order : {vtensor(shape)}, !torch.list<int> -> {vtensor(heads_forward(shape))}")
-        operands.append(f"%{name_}1" if c.layout == "bshd" else f"%{name_}0")
+        operands.append(f"%{name_}0" if c.layout == "bhsd" else f"%{name_}1")
     bhsd = (c.batch, c.heads, c.seq_q, c.head_dim)
-    qkv_shapes = [heads_forward(shape) for shape in heads_last] if c.layout == "bshd" else list(shapes[:3])
-    types = ", ".join(vtensor(shape) for shape in qkv_shapes)
+    types = ", ".join(vtensor(shape) for shape in bhsd_shapes)
     mask_dtype_sdpa = "i1" if c.mask == "bool" else c.mask
     mask_type = f"!torch.vtensor<[{c.batch},{c.heads},{c.seq_q},{c.seq_k}],{mask_dtype_sdpa}>" if c.mask else "!torch.none"
     lines += [
@@ -482,7 +500,7 @@ def _run_on_cpu(text: str, compiled: Compiled, inputs: tuple[torch.Tensor, ...],
 # model file -> the kernels of its compile, by kind and layout
 WIRED = {
     CONTRACTIONS: {("Conv2d", "nchw"): 1, ("Conv2d", "nhwc"): 3, ("Matmul", "nk"): 2, ("Matmul", "nk+bias"): 1},
-    ATTENTION: {("Matmul", "nk+bias"): 1, ("Attention", "bshd+packed"): 3, ("Attention", "bhsd"): 1},
+    ATTENTION: {("Matmul", "nk+bias"): 2, ("Matmul", "nk"): 1, ("Attention", "strided"): 5},
 }
 
 
@@ -505,10 +523,7 @@ def test_kernel_wiring_matches_eager_on_the_cpu(model, dtype, tmp_path):
     kinds: dict[tuple[str, str], int] = {}
     for kernel in substitution.kernels:
         c = kernel.contraction
-        if isinstance(c, Matmul):
-            key = (type(c).__name__, c.b_layout + ("+bias" if c.bias else ""))
-        else:
-            key = (type(c).__name__, c.layout + ("+packed" if isinstance(c, Attention) and c.packed else ""))
+        key = (type(c).__name__, c.b_layout + ("+bias" if c.bias else "") if isinstance(c, Matmul) else c.layout)
         kinds[key] = kinds.get(key, 0) + 1
     assert kinds == WIRED[model]
     text = _with_reference_kernels(substitution.splice(str(module)), substitution.kernels)

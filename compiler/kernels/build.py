@@ -135,18 +135,19 @@ def _compile_attention(attention: Attention, tiles: Tiles) -> Kernel:
     if tiles.block_m % tiles.block_n:
         raise Unsupported(f"attention tiles {tiles.label}: the query block must be a multiple of the key block")
     sizes = dict(b=attention.batch, h=attention.heads, d=attention.head_dim)
-    q = _strides(attention.layout, {**sizes, "s": attention.seq_q})
-    k = _strides(attention.layout, {**sizes, "s": attention.seq_k})
     o = _strides(attention.out_layout, {**sizes, "s": attention.seq_q})
-    offsets = (0, 0, 0)
-    if attention.packed:  # rows of the packed tensor, heads within a row
-        q = k = dict(b=attention.seq_q * attention.packed, s=attention.packed, h=attention.head_dim, d=1)
-        offsets = attention.offsets
+    if attention.layout == "strided":  # each operand its own window of its source
+        offsets = tuple(view[0] for view in attention.views)
+        q, k, v = (dict(b=view[1], h=view[2], s=view[3]) for view in attention.views)
+    else:
+        offsets = (0, 0, 0)
+        q = _strides(attention.layout, {**sizes, "s": attention.seq_q})
+        k = v = _strides(attention.layout, {**sizes, "s": attention.seq_k})
     mask = _broadcast_strides(attention.mask_shape) if attention.mask else (0, 0, 0, 0)
     constants = dict(
         HEADS=attention.heads, SEQ_Q=attention.seq_q, SEQ_K=attention.seq_k, HEAD_DIM=attention.head_dim,
         Q_SB=q["b"], Q_SH=q["h"], Q_SS=q["s"], K_SB=k["b"], K_SH=k["h"], K_SS=k["s"],
-        V_SB=k["b"], V_SH=k["h"], V_SS=k["s"], O_SB=o["b"], O_SH=o["h"], O_SS=o["s"],
+        V_SB=v["b"], V_SH=v["h"], V_SS=v["s"], O_SB=o["b"], O_SH=o["h"], O_SS=o["s"],
         Q_OFF=offsets[0], K_OFF=offsets[1], V_OFF=offsets[2],
         M_SB=mask[0], M_SH=mask[1], M_SQ=mask[2], M_SK=mask[3], MASK={"": 0, "bool": 1}.get(attention.mask, 2),
         QK_SCALE=attention.scale * math.log2(math.e), CAUSAL=attention.causal,

@@ -168,19 +168,19 @@ class Attention:
     # kernel broadcasts it with zero strides.
     mask: str = ""
     mask_shape: tuple[int, ...] = ()
-    # Q, K and V packed side by side in one [batch, seq, packed] tensor (a fused QKV projection, "bshd"
-    # self-attention), at element `offsets` along its last dimension: each operand is that tensor, read
-    # through its row stride, so the slices are never copied. 0: three tensors of their own.
-    packed: int = 0
-    offsets: tuple[int, ...] = ()
+    # layout "strided": Q, K and V are read inside earlier tensors of shapes `sources` (a fused QKV
+    # projection's output, say), each at `views` [offset, batch stride, head stride, seq stride], the
+    # head dimension contiguous (passes/strided_views.py): nothing is copied to lay them out.
+    sources: tuple[tuple[int, ...], ...] = ()
+    views: tuple[tuple[int, ...], ...] = ()
 
     @property
     def out_dtype(self) -> str:
         return self.dtype
 
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
-        if self.packed:
-            qkv: tuple[tuple[int, ...], ...] = ((self.batch, self.seq_q, self.packed),) * 3
+        if self.layout == "strided":
+            qkv: tuple[tuple[int, ...], ...] = self.sources
         else:
             qkv = tuple(self._shape(self.layout, seq) for seq in (self.seq_q, self.seq_k, self.seq_k))
         return (*qkv, self.mask_shape) if self.mask else qkv
@@ -208,8 +208,8 @@ class Attention:
     @property
     def label(self) -> str:
         mask = f"-mask{'x'.join(map(str, self.mask_shape))}{self.mask}" if self.mask else ""
-        packed = f"-packed{self.packed}" if self.packed else ""
-        return f"{self.shape_key}-{self.layout}-{self.out_layout}{mask}{packed}"
+        views = "".join(f"-v{'_'.join(map(str, view))}" for view in self.views)
+        return f"{self.shape_key}-{self.layout}-{self.out_layout}{mask}{views}"
 
     @property
     def shape_key(self) -> str:
@@ -236,6 +236,7 @@ def from_description(description: Mapping[str, Any]) -> Contraction:
         return Conv2d(**fields)
     if kind == "attention":
         fields["mask_shape"] = tuple(fields.get("mask_shape", ()))
-        fields["offsets"] = tuple(fields.get("offsets", ()))
+        fields["sources"] = tuple(tuple(shape) for shape in fields.get("sources", ()))
+        fields["views"] = tuple(tuple(view) for view in fields.get("views", ()))
         return Attention(**fields)
     raise ValueError(f"unknown contraction kind {kind!r}")

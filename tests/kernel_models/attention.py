@@ -1,7 +1,9 @@
 """Attention as kiln's GPU kernel takes it, in one small model (tests/test_kernels.py).
 
-A causal self-attention written as GPT-2 code writes it (heads split from [batch, seq, heads * dim]
-and moved forward, the result moved back: the kernel reads and writes [batch, seq, heads, dim]), and
+A causal self-attention written as GPT-2 code writes it (one QKV projection split in three, heads
+moved forward, the result moved back: the kernel reads Q, K and V inside the projection's output and
+writes [batch, seq, heads, dim]), nn.MultiheadAttention (its sequence-first reshapes of the
+in-projection read through strides too), and
 a cross-attention of 24 queries over 40 keys as SDPA takes it ([batch, heads, seq, dim]) with its own
 scale, and two masked self-attentions: a boolean padding mask over the keys ([batch, 1, 1, keys], as
 Hugging Face models pass one; the first image's first 30 keys masked) and an additive float mask. Sequences no kernel block divides. Takes `dtype` and
@@ -21,6 +23,7 @@ class Attention(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.qkv = nn.Linear(HEADS * HEAD_DIM, 3 * HEADS * HEAD_DIM)
+        self.mha = nn.MultiheadAttention(HEADS * HEAD_DIM, HEADS, batch_first=True)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor) -> tuple[torch.Tensor, ...]:
         batch, seq, _ = x.shape
@@ -32,7 +35,8 @@ class Attention(nn.Module):
         keep = (x[:, :, 0] > -0.5)[:, None, None, :]  # [batch, 1, 1, keys]
         padded = F.scaled_dot_product_attention(q, k, v, attn_mask=keep.expand(batch, 1, seq, seq))
         additive = F.scaled_dot_product_attention(q, k, v, attn_mask=x[:, None, None, :, 1] * 2.0)
-        return causal, cross, padded, additive
+        torch_mha, _ = self.mha(x, x, x, need_weights=False)
+        return causal, cross, padded, additive, torch_mha
 
 
 def get_model(dtype: str = "f32") -> nn.Module:

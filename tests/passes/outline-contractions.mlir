@@ -218,8 +218,9 @@ module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff 
 // -----
 
 // GPT-2's fused QKV projection split in three: Q, K and V are slices of one [2, 16, 384] tensor. The
-// function takes that tensor for each (packed = 384, offsets 0, 128, 256: no slice is copied) and
-// slices it itself; a split whose start is not on 16 bytes (offset 1) is left as it was.
+// function takes that tensor for each (layout "strided": `sources`, and `views` [offset, batch, head,
+// seq strides]: no slice is copied) and replays the slices, views and permutes itself; a split whose
+// start is not on 16 bytes (offset 1) is copied as before (layout "bshd" over the views).
 // CHECK-LABEL: func.func @packed_qkv
 // CHECK-NEXT:    %[[Y:.*]] = call @kiln_attention_0(%arg0, %arg0, %arg0) : (!torch.vtensor<[2,16,384],bf16>, !torch.vtensor<[2,16,384],bf16>, !torch.vtensor<[2,16,384],bf16>) -> !torch.vtensor<[2,16,4,32],bf16>
 // CHECK-NEXT:    return %[[Y]]
@@ -227,15 +228,17 @@ module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff 
 // CHECK-COUNT-3: torch.aten.slice.Tensor
 // CHECK:         call @kiln_attention_1(%{{.*}}, %{{.*}}, %{{.*}}) : (!torch.vtensor<[2,16,4,32],bf16>, !torch.vtensor<[2,16,4,32],bf16>, !torch.vtensor<[2,16,4,32],bf16>)
 // CHECK:       func.func private @kiln_attention_0
-// CHECK-SAME:    layout = "bshd", offsets = [0, 128, 256], out_layout = "bshd", packed = 384 : i64
+// CHECK-SAME:    layout = "strided", out_layout = "bshd"
+// CHECK-SAME:    sources = {{\[}}[2, 16, 384], [2, 16, 384], [2, 16, 384]], views = {{\[}}[0, 6144, 32, 384], [128, 6144, 32, 384], [256, 6144, 32, 384]]
 // CHECK:         torch.aten.slice.Tensor %arg0, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : {{.*}} -> !torch.vtensor<[2,16,128],bf16>
-// CHECK-COUNT-2: torch.aten.slice.Tensor
-// CHECK-COUNT-3: torch.aten.view
-// CHECK-COUNT-3: torch.aten.permute
+// CHECK:         torch.aten.view
+// CHECK:         torch.aten.permute
+// CHECK:         torch.aten.slice.Tensor %arg1
+// CHECK:         torch.aten.slice.Tensor %arg2
 // CHECK:         torch.aten.scaled_dot_product_attention
 // CHECK:       func.func private @kiln_attention_1
-// CHECK-NOT:     packed
 // CHECK-SAME:    layout = "bshd"
+// CHECK-NOT:     views
 module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on", kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
   func.func @packed_qkv(%x: !torch.vtensor<[2,16,384],bf16>) -> !torch.vtensor<[2,16,4,32],bf16> {
     %int0 = torch.constant.int 0
