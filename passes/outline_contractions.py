@@ -47,7 +47,8 @@ from torch_mlir import ir
 
 from .pass_api import Pass, PassRun
 from .strided_views import LAYOUT_OPS, StridedView, integer_arguments, strided_view
-from .torch_ir import TensorType, defining_op, is_none, number, producer, tensor_type, vtensor
+from .torch_build import constant_ints, static_type
+from .torch_ir import defining_op, is_none, number, producer, tensor_type, vtensor
 
 ATTRIBUTE = "kiln.contraction"
 KERNEL_DTYPES = ("f32", "bf16", "f16")
@@ -212,24 +213,25 @@ class _Builder:
         return self._constants["none", None]
 
     def permute(self, x: ir.Value, order: list[int]) -> ir.Value:
-        described = _static(x)
+        described = static_type(x)
         shape = [described.shape[axis] for axis in order]
         return self.op("torch.aten.permute", [x, self.ints(order)], vtensor(shape, described.dtype))
 
     def replay(self, chain: tuple[ir.Operation, ...], x: ir.Value) -> ir.Value:
         """The layout ops of `chain` again, from `x` (their integer arguments as constants here)."""
         for op in chain:
-            arguments = [self.ints(item) if isinstance(item, list) else self.int_(item) for item in integer_arguments(op)]
+            constants = integer_arguments(op) or []  # the chain's ops were read with constant arguments
+            arguments = [self.ints(item) if isinstance(item, list) else self.int_(item) for item in constants]
             x = self.op(op.name, [x, *arguments], op.results[0].type)
         return x
 
     def view(self, x: ir.Value, shape: list[int]) -> ir.Value:
-        return self.op("torch.aten.view", [x, self.ints(shape)], vtensor(shape, _static(x).dtype))
+        return self.op("torch.aten.view", [x, self.ints(shape)], vtensor(shape, static_type(x).dtype))
 
     def upcast(self, x: ir.Value) -> ir.Value:
         """`x.to(torch.float32)`."""
         operands = [x, self.int_(6), self.bool_(False), self.bool_(False), self.none()]  # 6: torch.float32
-        return self.op("torch.aten.to.dtype", operands, vtensor(_static(x).shape, "f32"))
+        return self.op("torch.aten.to.dtype", operands, vtensor(static_type(x).shape, "f32"))
 
 
 # -- matching ---------------------------------------------------------------------------------------
@@ -243,14 +245,14 @@ def _match_mm(op: ir.Operation, precision: str) -> Match | None:
     a, a_upcast = _strip_upcast(op.operands[0])
     b, layout, b_upcast = _weight(op.operands[1])
     upcast = a_upcast and b_upcast
-    a_type, b_type, result = _static(a), _static(b), _static(op.results[0])
+    a_type, b_type, result = static_type(a), static_type(b), static_type(op.results[0])
     if a_upcast != b_upcast or a_type is None or b_type is None or result is None:
         return None  # one operand upcast: a mixed-precision product the kernels do not compute
     if a_type.dtype != b_type.dtype or a_type.dtype not in KERNEL_DTYPES or len(a_type.shape) != 2:
         return None
     (m, k), n = a_type.shape, result.shape[1]
     bias, epilogue = _bias_epilogue(op, n, a_type.dtype)
-    final = _static(epilogue[-1].results[0]) if epilogue else result
+    final = static_type(epilogue[-1].results[0]) if epilogue else result
     assert final is not None
     description = {
         "kind": "mm",
@@ -292,20 +294,20 @@ def _bias_epilogue(op: ir.Operation, n: int, dtype: str) -> tuple[ir.Value | Non
     the add's only user. Returns (the bias as the kernel reads it, in the operands' dtype; [add] or
     [add, to.dtype]), or (None, []). The kernel adds the bias to its f32 accumulator and rounds once,
     which is what the f32 ops compute."""
-    product = _static(op.results[0])
+    product = static_type(op.results[0])
     add = _only_user(op.results[0], "torch.aten.add.Tensor")
     if product is None or product.dtype != "f32" or add is None:
         return None, []
     if add.operands[0] != op.results[0] or number(add.operands[2]) != 1:
         return None, []
     bias, upcast = _strip_upcast(add.operands[1])
-    bias_type = _static(bias)
+    bias_type = static_type(bias)
     if bias_type is None or bias_type.shape != (n,) or bias_type.dtype != dtype or upcast != (dtype != "f32"):
         return None, []
     if dtype == "f32":
         return bias, [add]
     cast = _only_user(add.results[0], "torch.aten.to.dtype")
-    if cast is None or _static(cast.results[0]) is None or _static(cast.results[0]).dtype != dtype:
+    if cast is None or static_type(cast.results[0]) is None or static_type(cast.results[0]).dtype != dtype:
         return None, []
     return bias, [add, cast]
 
@@ -318,9 +320,9 @@ def _only_user(value: ir.Value, name: str) -> ir.Operation | None:
 
 def _match_conv(op: ir.Operation, precision: str) -> Match | None:
     x, w, bias = op.operands[0], op.operands[1], op.operands[BIAS]
-    stride, padding, dilation = (_ints(op.operands[i]) for i in (STRIDE, PADDING, DILATION))
+    stride, padding, dilation = (constant_ints(op.operands[i]) for i in (STRIDE, PADDING, DILATION))
     transposed, groups = _bool(op.operands[TRANSPOSED]), number(op.operands[GROUPS])
-    x_type, w_type, result = _static(x), _static(w), _static(op.results[0])
+    x_type, w_type, result = static_type(x), static_type(w), static_type(op.results[0])
     if x_type is None or w_type is None or result is None or stride is None or padding is None or dilation is None:
         return None
     if transposed is not False or groups != 1 or len(x_type.shape) != 4 or len(stride) != 2:
@@ -328,7 +330,7 @@ def _match_conv(op: ir.Operation, precision: str) -> Match | None:
     if x_type.dtype not in KERNEL_DTYPES or w_type.dtype != x_type.dtype or result.dtype != x_type.dtype:
         return None
     has_bias = not is_none(bias)
-    if has_bias and (_static(bias) is None or _static(bias).dtype != x_type.dtype):
+    if has_bias and (static_type(bias) is None or static_type(bias).dtype != x_type.dtype):
         return None
     n, c, h, width = x_type.shape
     k_out, _, r, s = w_type.shape
@@ -363,7 +365,7 @@ def _match_conv(op: ir.Operation, precision: str) -> Match | None:
 
 
 def _match_attention(op: ir.Operation, precision: str) -> Match | None:
-    q, k, v = (_static(op.operands[index]) for index in range(3))
+    q, k, v = (static_type(op.operands[index]) for index in range(3))
     causal = _bool(op.operands[CAUSAL])
     scale = op.operands[SCALE]
     dropout = number(op.operands[DROPOUT])
@@ -373,7 +375,7 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
         return None
     if not is_none(op.operands[MASK]) and mask is None:
         return None
-    mask_type = _static(mask) if mask is not None else None
+    mask_type = static_type(mask) if mask is not None else None
     described_mask = (mask_type.shape, mask_type.dtype) if mask_type is not None else None
     if not attention_outlined(q.shape, k.shape, v.shape, q.dtype, dropout == 0 and gqa is False, described_mask):
         return None
@@ -381,13 +383,13 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
         return None
     batch, heads, seq_q, head_dim = q.shape
     permutes = [producer(op.operands[index], "torch.aten.permute") for index in range(3)]
-    peeled = all(permute is not None and _ints(permute.operands[1]) == HEADS_FORWARD for permute in permutes)
+    peeled = all(permute is not None and constant_ints(permute.operands[1]) == HEADS_FORWARD for permute in permutes)
     operands = [permute.operands[0] for permute in permutes] if peeled else list(op.operands[:3])  # type: ignore[union-attr]
     views = _strided_operands(op, q.dtype) if any(_is_layout(value) for value in operands) else None
     if views is not None:
         operands = [view.root for view in views]
     user = _only_user(op.results[0], "torch.aten.permute")
-    out_peeled = user is not None and _ints(user.operands[1]) == HEADS_FORWARD
+    out_peeled = user is not None and constant_ints(user.operands[1]) == HEADS_FORWARD
     description = {
         "kind": "attention",
         **dict(batch=batch, heads=heads, seq_q=seq_q, seq_k=k.shape[2], head_dim=head_dim),
@@ -402,7 +404,7 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
         description.update(mask="bool" if mask_type.dtype == "i1" else mask_type.dtype, mask_shape=list(mask_type.shape))
     if views is not None:
         description.update(
-            sources=[list(_static(view.root).shape) for view in views],  # type: ignore[union-attr]
+            sources=[list(static_type(view.root).shape) for view in views],  # type: ignore[union-attr]
             views=[[view.offset, *view.strides[:3]] for view in views],
         )
     result_type = op.results[0].type
@@ -443,22 +445,22 @@ def _mask_source(mask: ir.Value) -> ir.Value | None:
     kernel broadcasts it through zero strides), static; None for a mask it cannot read."""
     source = mask
     while (expanded := producer(source, "torch.aten.expand", "torch.aten.broadcast_to")) is not None:
-        described = _static(expanded.operands[0])
+        described = static_type(expanded.operands[0])
         if described is None or len(described.shape) != 4:
             break
         source = expanded.operands[0]
-    described = _static(source)
+    described = static_type(source)
     return source if described is not None and len(described.shape) == 4 else None
 
 
 def _bmm_as_mm(op: ir.Operation) -> None:
     """`bmm(A[b,m,k], broadcast_to(B[k,n], [b,k,n]))` -> `view(mm(view(A, [b*m, k]), B), [b, m, n])`."""
     broadcast = producer(op.operands[1], "torch.aten.broadcast_to", "torch.aten.expand")
-    a_type, result = _static(op.operands[0]), _static(op.results[0])
+    a_type, result = static_type(op.operands[0]), static_type(op.results[0])
     if broadcast is None or a_type is None or result is None:
         return
     b = broadcast.operands[0]
-    b_type = _static(b)
+    b_type = static_type(b)
     if b_type is None or len(b_type.shape) != 2:
         return
     batch, m, k = a_type.shape
@@ -477,7 +479,7 @@ def _weight(b: ir.Value) -> tuple[ir.Value, str, bool]:
     was upcast from 16 bits), through an upcast and a transpose in either order."""
     b, upcast = _strip_upcast(b)
     permute = producer(b, "torch.aten.permute")
-    if permute is None or _ints(permute.operands[1]) != [1, 0]:
+    if permute is None or constant_ints(permute.operands[1]) != [1, 0]:
         return b, "kn", upcast
     weight = permute.operands[0]
     if not upcast:
@@ -496,20 +498,9 @@ def _strip_upcast(value: ir.Value) -> tuple[ir.Value, bool]:
     return op.operands[0], True
 
 
-def _ints(value: ir.Value) -> list[int] | None:
-    op = producer(value, "torch.prim.ListConstruct")
-    items = [number(item) for item in op.operands] if op is not None else None
-    return items if items is not None and all(isinstance(item, int) for item in items) else None  # type: ignore[return-value]
-
-
 def _bool(value: ir.Value) -> bool | None:
     op = producer(value, "torch.constant.bool")
     return op.attributes["value"].value if op is not None else None
-
-
-def _static(value: ir.Value) -> TensorType | None:
-    described = tensor_type(value.type)
-    return described if described is not None and described.static else None
 
 
 # -- the module -------------------------------------------------------------------------------------

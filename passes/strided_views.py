@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from torch_mlir import ir
 
+from .torch_build import constant_ints, static_type
 from .torch_ir import defining_op, number
 
 # The layout ops, each with the tensor it reads as its first operand and integer arguments after it.
@@ -47,9 +48,10 @@ def strided_view(value: ir.Value) -> StridedView | None:
         chain.append(op)
         root = op.operands[0]
         op = defining_op(root)
-    shape = _shape(root)
-    if shape is None or 0 in shape:
+    described = static_type(root)
+    if described is None or 0 in described.shape:
         return None
+    shape = list(described.shape)
     contiguous = zip(shape, _contiguous(shape), strict=True)
     dims: list[Dim] = [((size, stride),) if size != 1 else () for size, stride in contiguous]
     offset = 0
@@ -64,15 +66,18 @@ def strided_view(value: ir.Value) -> StridedView | None:
     return StridedView(root, tuple(reversed(chain)), final, offset, tuple(dim[0][1] if dim else 0 for dim in dims))
 
 
-def integer_arguments(op: ir.Operation) -> list[int | list[int]]:
-    """`op`'s arguments after its tensor: an int, or a list of them (a `prim.ListConstruct`)."""
+def integer_arguments(op: ir.Operation) -> list[int | list[int]] | None:
+    """`op`'s arguments after its tensor: an int, or a list of them (a `prim.ListConstruct`); None
+    where one is not a constant."""
     arguments: list[int | list[int]] = []
     for operand in list(op.operands)[1:]:
-        listed = defining_op(operand)
-        if listed is not None and listed.name == "torch.prim.ListConstruct":
-            arguments.append([int(number(item)) for item in listed.operands])  # type: ignore[arg-type]
+        listed, value = constant_ints(operand), number(operand)
+        if listed is not None:
+            arguments.append(listed)
+        elif isinstance(value, int):
+            arguments.append(value)
         else:
-            arguments.append(int(number(operand)))  # type: ignore[arg-type]
+            return None
     return arguments
 
 
@@ -83,9 +88,8 @@ Dim = tuple[tuple[int, int], ...]
 
 
 def _apply(op: ir.Operation, dims: list[Dim], offset: int) -> tuple[list[Dim], int] | None:
-    try:
-        arguments = integer_arguments(op)
-    except TypeError:  # an argument that is not a constant
+    arguments = integer_arguments(op)
+    if arguments is None:
         return None
     rank = len(dims)
     name = op.name
@@ -123,10 +127,10 @@ def _apply(op: ir.Operation, dims: list[Dim], offset: int) -> tuple[list[Dim], i
     if name == "torch.aten.unsqueeze":
         dim = int(arguments[0]) % (rank + 1)  # type: ignore[arg-type]
         return [*dims[:dim], (), *dims[dim:]], offset
-    new_shape = _shape(op.results[0])  # view, reshape
-    if new_shape is None:
+    viewed_type = static_type(op.results[0])  # view, reshape
+    if viewed_type is None:
         return None
-    viewed = _viewed(dims, new_shape)
+    viewed = _viewed(dims, list(viewed_type.shape))  # type: ignore[arg-type]
     return (viewed, offset) if viewed is not None else None
 
 
@@ -170,11 +174,3 @@ def _contiguous(shape: list[int]) -> list[int]:
         strides.append(step)
         step *= size
     return list(reversed(strides))
-
-
-def _shape(value: ir.Value) -> list[int] | None:
-    text = str(value.type)
-    if not text.startswith("!torch.vtensor<[") or "?" in text.split("]")[0]:
-        return None
-    dims = text[len("!torch.vtensor<[") :].split("]")[0]
-    return [int(size) for size in dims.split(",")] if dims else []
