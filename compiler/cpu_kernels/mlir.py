@@ -19,7 +19,9 @@ from .build import OBJECT_NAME
 from .geometry import Call
 
 EXECUTABLE = "kiln_cpu_kernels"
-ELEMENTS = ("bf16", "f32")  # the kernel's input element types; an export and a workgroup function each
+# How the packed weights hold one K step of 32 values for 16 output channels: bf16 as 16 rows of
+# (16 channels x 2 values), AMX's pairs; f32 as 32 rows of 16 channels. The step's K split into (rows[, pair]).
+_K_STEP = {"bf16": (16, 2), "f32": (32,)}
 # Matches any x86-64 llvm-cpu target, whatever its CPU and features.
 _GENERIC_X86 = '#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64">'
 # The kernel's scalar arguments after the three buffers, in order (kiln_amx.c's conv_geom_t).
@@ -108,9 +110,27 @@ def dims(shape: list[int] | tuple[int, ...]) -> str:
 
 def packed_type(call: Call, element: str = "bf16") -> str:
     """The packed weights: [n16][t][r][j][p] for bf16 (AMX's pairs), [n16][t][r][j] for f32."""
-    lead = f"{call.nb}x" if call.batched else ""
-    step = "16x16x2xbf16" if element == "bf16" else "32x16xf32"
-    return f"tensor<{lead}{call.n16}x{call.ksteps}x{step}>"
+    rows, *pair = _K_STEP[element]
+    lead = [call.nb] if call.batched else []
+    return f"tensor<{dims([*lead, call.n16, call.ksteps, rows, 16, *pair])}x{element}>"
+
+
+def _tiled(value: str, outer: list[int], call: Call, element: str, fresh: Namer) -> tuple[list[str], str]:
+    """Lines taking `value` [*outer, n16 * 16, K] (cout padded) to the packed layout: K into steps
+    of 32 as `_K_STEP` splits them, each step's channels inside its rows. One expand, one transpose."""
+    c, lead = call, len(outer)
+    split = _K_STEP[element]
+    expanded = [*outer, c.n16, 16, c.ksteps, *split]
+    groups = [[axis] for axis in range(lead)] + [[lead, lead + 1], list(range(lead + 2, len(expanded)))]
+    permutation = [*range(lead), lead, lead + 2, lead + 3, lead + 1, *range(lead + 4, len(expanded))]
+    x, p = fresh("w"), fresh("w")
+    expanded_type = f"tensor<{dims(expanded)}x{element}>"
+    return [
+        f"{x} = tensor.expand_shape {value} {groups} output_shape {expanded} : "
+        f"tensor<{dims([*outer, c.n16 * 16, c.ksteps * 32])}x{element}> into {expanded_type}",
+        f"{p}e = tensor.empty() : {packed_type(c, element)}",
+        f"{p} = linalg.transpose ins({x} : {expanded_type}) outs({p}e : {packed_type(c, element)}) permutation = {permutation}",
+    ], p
 
 
 def pack_weights(
@@ -167,16 +187,8 @@ def pack_weights(
             f"tensor<{c.cout}x{k}x{e}> to tensor<{c.n16 * 16}x{k}x{e}>",
         ]
         weight = padded
-    x, p = fresh("w"), fresh("w")
-    steps, permutation = ("16, 2", "[0, 2, 3, 1, 4]") if e == "bf16" else ("32", "[0, 2, 3, 1]")
-    expanded = f"tensor<{c.n16}x16x{c.ksteps}x{steps.replace(', ', 'x')}x{e}>"
-    lines += [
-        f"{x} = tensor.expand_shape {weight} [[0, 1], [2, 3{', 4' if e == 'bf16' else ''}]] "
-        f"output_shape [{c.n16}, 16, {c.ksteps}, {steps}] : tensor<{c.n16 * 16}x{k}x{e}> into {expanded}",
-        f"{p}e = tensor.empty() : {packed_type(c, e)}",
-        f"{p} = linalg.transpose ins({x} : {expanded}) outs({p}e : {packed_type(c, e)}) permutation = {permutation}",
-    ]
-    return lines, p
+    tiled, packed = _tiled(weight, [], c, e, fresh)
+    return lines + tiled, packed
 
 
 def pack_batched(value: str, call: Call, fresh: Namer, element: str = "bf16") -> tuple[list[str], str]:
@@ -199,16 +211,8 @@ def pack_batched(value: str, call: Call, fresh: Namer, element: str = "bf16") ->
             f"tensor<{b}x{n}x{k}x{e}> to tensor<{b}x{c.n16 * 16}x{k}x{e}>",
         ]
         source = padded
-    x, p = fresh("b"), fresh("b")
-    steps, permutation = ("16, 2", "[0, 1, 3, 4, 2, 5]") if e == "bf16" else ("32", "[0, 1, 3, 4, 2]")
-    expanded = f"tensor<{b}x{c.n16}x16x{c.ksteps}x{steps.replace(', ', 'x')}x{e}>"
-    lines += [
-        f"{x} = tensor.expand_shape {source} [[0], [1, 2], [3, 4{', 5' if e == 'bf16' else ''}]] "
-        f"output_shape [{b}, {c.n16}, 16, {c.ksteps}, {steps}] : tensor<{b}x{c.n16 * 16}x{k}x{e}> into {expanded}",
-        f"{p}e = tensor.empty() : {packed_type(c, e)}",
-        f"{p} = linalg.transpose ins({x} : {expanded}) outs({p}e : {packed_type(c, e)}) permutation = {permutation}",
-    ]
-    return lines, p
+    tiled, packed = _tiled(source, [b], c, e, fresh)
+    return lines + tiled, packed
 
 
 def row_padding(k: int, element: str = "bf16") -> int:
