@@ -36,7 +36,7 @@ from iree.compiler import ir
 from iree.compiler.dialects import func
 
 from . import mlir
-from .features import F32_FEATURES, KernelIsa
+from .features import AVX512F, F32_FEATURES, KernelIsa
 from .geometry import Call, conv_call, matmul_call, row_window, row_window_call
 
 # A convolution whose input channels are not a multiple of 32 is computed as a row window (geometry.py)
@@ -239,7 +239,7 @@ class _Rewriter:
         self.element = "bf16" if any(_involves_bf16(op) for op in ops) else "f32"
         if not ops or (self.element == "bf16" and not self.isa.bf16):
             return
-        path = self.isa.name if self.element == "bf16" else "avx512f"
+        path = self.isa.name if self.element == "bf16" else AVX512F.name
         for op in ops:
             name, label = op.name, _label(op)  # read before the op is replaced
             if name in OTHERS:
@@ -280,10 +280,7 @@ class _Rewriter:
 
     def _conv(self, op: ir.Operation) -> Call:
         x, w, init = op.operands[0], op.operands[1], op.operands[2]
-        if not all(_static(v) for v in (x, w, init)):
-            raise _Skip("dynamic shapes")
-        if any(0 in _shape(v) for v in (x, w, init)):
-            raise _Skip("an empty operand")  # nothing to multiply: the kernel would never write the result
+        _require_static_and_filled(x, w, init)
         e = self.element
         if (_element(x), _element(w), _element(init)) != (e, e, "f32"):
             raise _Skip(f"{_element(x)} x {_element(w)} -> {_element(init)}, not {e} x {e} -> f32")
@@ -382,10 +379,7 @@ class _Rewriter:
 
     def _matmul(self, op: ir.Operation) -> Call:
         a, b, init = op.operands[0], op.operands[1], op.operands[2]
-        if not all(_static(v) for v in (a, b, init)):
-            raise _Skip("dynamic shapes")
-        if any(0 in _shape(v) for v in (a, b, init)):
-            raise _Skip("an empty operand")  # nothing to multiply: the kernel would never write the result
+        _require_static_and_filled(a, b, init)
         if _element(init) != "f32":
             raise _Skip(f"{_element(init)} result, not f32")
         m, k = _shape(a)
@@ -406,10 +400,7 @@ class _Rewriter:
 
     def _batch_matmul(self, op: ir.Operation) -> Call:
         a, b, init = op.operands[0], op.operands[1], op.operands[2]
-        if not all(_static(v) for v in (a, b, init)):
-            raise _Skip("dynamic shapes")
-        if any(0 in _shape(v) for v in (a, b, init)):
-            raise _Skip("an empty operand")  # nothing to multiply: the kernel would never write the result
+        _require_static_and_filled(a, b, init)
         if _element(init) != "f32":
             raise _Skip(f"{_element(init)} result, not f32")
         batch, m, k = _shape(a)
@@ -532,6 +523,15 @@ class _Rewriter:
         arguments = f"%a: {a.type}, %b: {b.type}" + ("" if zero else f", %init: {out}")
         self._replace(op, name, [a, b] if zero else [a, b, init], _function(name, arguments, out, body))
         return call
+
+
+def _require_static_and_filled(*values: ir.Value) -> None:
+    """Skip an op whose operands have dynamic shapes, or an empty one: with nothing to multiply, the
+    kernel would never write the result."""
+    if not all(_static(v) for v in values):
+        raise _Skip("dynamic shapes")
+    if any(0 in _shape(v) for v in values):
+        raise _Skip("an empty operand")
 
 
 def _unpadded(x: ir.Value) -> tuple[ir.Value, list[int], list[int]]:
