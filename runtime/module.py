@@ -9,7 +9,7 @@ A call goes through three small parts, each in its own module:
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -150,28 +150,18 @@ class Function:
         signature = signature_of(args)
         call_plan = self._plans.get(signature) or self._plan(args, signature)
         boundary = self._boundary
-        count = len(call_plan.result_dtypes)
-        storage = self._out_function is not None and call_plan.result_shapes is not None
-        arguments = rt.VmVariantList(len(args) + count if storage else len(args))
         tensors, views = self._enter(args)
-        for view in views:
-            arguments.push_ref(view)
-        outputs = []
-        if storage:
-            for shape, dtype in zip(call_plan.result_shapes, call_plan.result_dtypes, strict=True):  # type: ignore[arg-type]
-                tensor, view = boundary.storage(shape, dtype)
-                outputs.append(tensor)
-                arguments.push_ref(view)
-        results = rt.VmVariantList(count)
+        function, arguments, stored = self._arguments(views, call_plan)
+        results = rt.VmVariantList(len(call_plan.result_dtypes))
         boundary.before_call()
         try:
-            self._executor.invoke(
-                (self.spec.name, signature), self._out_function if storage else self._function, arguments, results
-            )
+            self._executor.invoke((self.spec.name, signature), function, arguments, results)
         except Exception as exc:
             raise KilnError(f"the call failed on the device ({iree_reason(exc)})", stage=STAGE) from exc
-        if not storage:
+        if stored is None:
             outputs = self._left(results, call_plan, tensors)
+        else:
+            outputs = [tensor for tensor, _ in stored]
         if self._carried_out:
             outputs = [convention.from_carried(output, spec) for output, spec in zip(outputs, self._returns, strict=True)]
         where = boundary.results_device(args)
@@ -199,26 +189,31 @@ class Function:
         for the inputs. Returns IREE's views of the results once they are ready, like every call of a
         synchronous IREE function.
         """
-        call_plan = uploaded.plan
-        storage = self._out_function is not None and call_plan.result_shapes is not None
-        count = len(self._returns)
-        arguments = rt.VmVariantList(len(uploaded.views) + (count if storage else 0))
-        for view in uploaded.views:
-            arguments.push_ref(view)
-        results = rt.VmVariantList(count)
-        if not storage:
-            self._executor.invoke((self.spec.name, uploaded.signature), self._function, arguments, results)
-            return results
-        outputs = [
-            self._boundary.storage(shape, dtype)[1]
-            for shape, dtype in zip(call_plan.result_shapes, call_plan.result_dtypes, strict=True)  # type: ignore[arg-type]
-        ]
-        for view in outputs:
-            arguments.push_ref(view)
-        self._executor.invoke((self.spec.name, uploaded.signature), self._out_function, arguments, rt.VmVariantList(0))
-        for view in outputs:  # each keeps the torch tensor it views alive
-            results.push_ref(view)
+        function, arguments, stored = self._arguments(uploaded.views, uploaded.plan)
+        results = rt.VmVariantList(len(self._returns))
+        self._executor.invoke((self.spec.name, uploaded.signature), function, arguments, results)
+        if stored is not None:  # the views keep the torch tensors they view alive
+            results = rt.VmVariantList(len(stored))
+            for _, view in stored:
+                results.push_ref(view)
         return results
+
+    def _arguments(
+        self, views: Sequence[rt.HalBufferView], call_plan: Plan
+    ) -> tuple[rt.VmFunction, rt.VmVariantList, list[tuple[torch.Tensor, rt.HalBufferView]] | None]:
+        """The function to invoke and its arguments: the inputs' views, then, where calls write their
+        results into tensors torch allocates (the out variant), a fresh one per result, returned too
+        (None: IREE allocates the results)."""
+        stored = None
+        if self._out_function is not None and call_plan.result_shapes is not None:
+            stored = [
+                self._boundary.storage(shape, dtype)
+                for shape, dtype in zip(call_plan.result_shapes, call_plan.result_dtypes, strict=True)
+            ]
+        arguments = rt.VmVariantList(len(views) + len(stored or ()))
+        for view in [*views, *(view for _, view in stored or ())]:
+            arguments.push_ref(view)
+        return (self._function if stored is None else self._out_function), arguments, stored
 
     def _enter(self, values: tuple[Value, ...]) -> tuple[list[torch.Tensor], list[rt.HalBufferView]]:
         """The inputs handed to IREE (in the dtype each is carried as; a copy of those the artifact
