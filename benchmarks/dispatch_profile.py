@@ -28,8 +28,7 @@ import click
 import iree._runtime_libs
 import torch
 
-from kiln.measure.bundle import Bundle, Entry, open_entry, rebuild, write_parameters
-from kiln.measure.thin import model_tensors, thicken
+from kiln.measure.bundle import Bundle, entry_files, open_entry, rebuild
 from kiln.measure.timing import Settings, measure
 from kiln.runtime.devices import CPU_WORKER_STACK_BYTES
 from kiln.runtime.manifest import PARAMETER_SCOPE
@@ -126,22 +125,6 @@ def profile_on_cuda(module: LoadedModule, inputs: tuple[torch.Tensor, ...], seco
     }
 
 
-def whole_artifact(bundle: Path, entry: Entry, model: torch.nn.Module) -> tuple[Path, Path | None]:
-    """The entry's .vmfb (a thin one made whole from `model`) and its parameter archive, without loading them."""
-    vmfb = bundle / str(entry.artifact)
-    if entry.thin is not None:
-        vmfb = bundle / f"{entry.name}.vmfb"
-        vmfb.write_bytes(
-            thicken((bundle / str(entry.artifact)).read_bytes(), entry.thin, model_tensors(model))
-        )
-    if entry.parameters is None:
-        return vmfb, None
-    parameters = bundle / entry.parameters
-    if not parameters.is_file():
-        write_parameters(model, parameters)
-    return vmfb, parameters
-
-
 def report(name: str, profile: dict, top: int) -> str:
     calls = profile["calls"]
     total = sum(group["total_ns"] for group in profile["dispatches"]) or 1
@@ -191,7 +174,7 @@ def main(
                     open_entry(bundle, entry, None, model), inputs, seconds
                 )
             else:
-                vmfb, parameters = whole_artifact(bundle, entry, model)
+                vmfb, parameters = entry_files(bundle, entry, model)
                 profiles[entry.name] = profile_on_cpu(
                     vmfb, parameters, inputs, threads, seconds, runtime_flags
                 )

@@ -157,8 +157,14 @@ def read_reference(folder: Path, entry: Entry) -> dict[str, Any]:
 def open_entry(
     folder: Path, entry: Entry, device: str | None, model: torch.nn.Module | None = None
 ) -> LoadedModule:
-    """Load the entry's artifact onto `device`: a thin one made whole from `model`'s weights first,
-    external weights read from the bundle's archive, or written into it from `model` when absent."""
+    """Load the entry's artifact onto `device`, its files made whole first (`entry_files`)."""
+    path, parameters = entry_files(folder, entry, model)
+    return LoadedModule(path, Manifest.from_json(manifest_path(path).read_text()), device, parameters)
+
+
+def entry_files(folder: Path, entry: Entry, model: torch.nn.Module | None = None) -> tuple[Path, Path | None]:
+    """The entry's .vmfb and parameter archive, ready to load: a thin artifact made whole from
+    `model`'s weights first, an absent archive written from `model`."""
     if entry.artifact is None:
         raise KilnError(f"bundle entry {entry.name} has no artifact: {entry.error}", stage=STAGE)
     path = folder / entry.artifact
@@ -167,7 +173,6 @@ def open_entry(
             raise KilnError(f"bundle entry {entry.name} is thin: its weights come from the model file", stage=STAGE)
         path = folder / f"{entry.name}.vmfb"
         path.write_bytes(thicken((folder / entry.artifact).read_bytes(), entry.thin, model_tensors(model)))
-    manifest = Manifest.from_json(manifest_path(path).read_text())
     parameters = None
     if entry.parameters is not None:
         parameters = folder / entry.parameters
@@ -175,7 +180,7 @@ def open_entry(
             if model is None:
                 raise KilnError(f"{parameters} is missing and entry {entry.name} has no model to rebuild it", stage=STAGE)
             write_parameters(model, parameters)
-    return LoadedModule(path, manifest, device, parameters)
+    return path, parameters
 
 
 def write_parameters(model: torch.nn.Module, path: Path) -> None:
