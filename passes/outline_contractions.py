@@ -16,7 +16,12 @@ Eligible, with static shapes:
 - `aten.bmm(A, broadcast_to(B, [b, k, n]))` of a 2-D B (one weight for every batch: the in-projection
   of nn.MultiheadAttention on batch-first inputs) is first rewritten as the one matmul it is:
   `view(mm(view(A, [b*m, k]), B), [b, m, n])`.
-- `aten.convolution` in 2-D, not transposed, groups 1 (a depthwise convolution is not a GEMM).
+- `aten.convolution` in 2-D, not transposed, groups 1 (an implicit GEMM) or depthwise (groups = input
+  channels = output channels: MobileNet's 3x3 stencils, which f32 computes in plain f32 FMAs, "ieee"),
+  with its channel epilogue: the per-channel affine ops after it (batch norm in inference, a bias;
+  in the convolution's dtype or in f32) and a clamp by constants (ReLU, ReLU6), each the only user of
+  the one before. The function takes their vectors and the kernel applies them to its accumulator.
+- `aten.max_pool2d` (floor mode), 4-D: ResNet's stem pooling, a stencil like a depthwise convolution.
 - `aten.scaled_dot_product_attention` without dropout or grouped heads, causal or not, with or without
   a rank-4 mask tensor (boolean, or additive in a float dtype; the function takes it before any
   `expand` broadcast it), of 4-D f32, bf16 or f16 operands whose head dimension the kernel takes
@@ -41,6 +46,8 @@ attributes from its options; without them the pass does nothing.
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass, field
 from typing import Any
 
 from torch_mlir import ir
@@ -48,7 +55,7 @@ from torch_mlir import ir
 from .pass_api import Pass, PassRun
 from .strided_views import LAYOUT_OPS, StridedView, integer_arguments, strided_view
 from .torch_build import constant_ints, static_type
-from .torch_ir import defining_op, is_none, number, producer, tensor_type, vtensor
+from .torch_ir import defining_op, is_none, number, producer, splat, tensor_type, vtensor
 
 ATTRIBUTE = "kiln.contraction"
 KERNEL_DTYPES = ("f32", "bf16", "f16")
@@ -100,7 +107,7 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
     for function in [op for op in _body(module) if op.name == "func.func" and ATTRIBUTE not in op.attributes]:
         for op in _ops(function, ("torch.aten.bmm",)):
             _bmm_as_mm(op)
-        for op in _ops(function, ("torch.aten.mm", "torch.aten.convolution", "torch.aten.scaled_dot_product_attention")):
+        for op in _ops(function, ("torch.aten.mm", "torch.aten.convolution", "torch.aten.max_pool2d", "torch.aten.scaled_dot_product_attention")):
             outliner.outline(op)
 
 
@@ -137,6 +144,8 @@ class _Outliner:
             match = _match_mm(op, self.matmul_precision)
         elif op.name == "torch.aten.convolution":
             match = _match_conv(op, self.conv_precision)
+        elif op.name == "torch.aten.max_pool2d":
+            match = _match_max_pool(op)
         else:
             match = _match_attention(op, self.matmul_precision)
         if match is None:
@@ -151,8 +160,8 @@ class _Outliner:
             callee = ir.FlatSymbolRefAttr.get(self.functions[key])
             call = ir.Operation.create("func.call", results=[result_type], operands=operands, attributes={"callee": callee})
         replaced.results[0].replace_all_uses_with(call.results[0])
-        for taken in reversed(epilogue):
-            _erase_with_unused_producers(taken)
+        for index in reversed(range(len(epilogue))):  # last first; those before it are still to erase
+            _erase_with_unused_producers(epilogue[index], spared=epilogue[:index])
         _erase_with_unused_producers(op)
 
     def _function(self, description: dict[str, Any], operands: list[ir.Value], result_type: ir.Type, build_body: Any) -> str:
@@ -224,6 +233,16 @@ class _Builder:
             arguments = [self.ints(item) if isinstance(item, list) else self.int_(item) for item in constants]
             x = self.op(op.name, [x, *arguments], op.results[0].type)
         return x
+
+    def replay_elementwise(self, op: ir.Operation, before: ir.Value, x: ir.Value, vectors: dict[ir.Value, ir.Value]) -> ir.Value:
+        """`op` again, reading `x` where it read `before`, the function's arguments where it read
+        `vectors`' keys, and copies of the constants it read (_constant_operands)."""
+        operands = [
+            x if operand == before else vectors[operand] if operand in vectors else defining_op(operand).clone().results[0]
+            for operand in op.operands
+        ]
+        attributes = {named.name: named.attr for named in op.attributes}
+        return self.op(op.name, operands, op.results[0].type, attributes)
 
     def view(self, x: ir.Value, shape: list[int]) -> ir.Value:
         return self.op("torch.aten.view", [x, self.ints(shape)], vtensor(shape, static_type(x).dtype))
@@ -325,7 +344,7 @@ def _match_conv(op: ir.Operation, precision: str) -> Match | None:
     x_type, w_type, result = static_type(x), static_type(w), static_type(op.results[0])
     if x_type is None or w_type is None or result is None or stride is None or padding is None or dilation is None:
         return None
-    if transposed is not False or groups != 1 or len(x_type.shape) != 4 or len(stride) != 2:
+    if transposed is not False or groups is None or len(x_type.shape) != 4 or len(stride) != 2:
         return None
     if x_type.dtype not in KERNEL_DTYPES or w_type.dtype != x_type.dtype or result.dtype != x_type.dtype:
         return None
@@ -333,7 +352,14 @@ def _match_conv(op: ir.Operation, precision: str) -> Match | None:
     if has_bias and (static_type(bias) is None or static_type(bias).dtype != x_type.dtype):
         return None
     n, c, h, width = x_type.shape
-    k_out, _, r, s = w_type.shape
+    k_out, per_group, r, s = w_type.shape
+    depthwise = groups == c == k_out and per_group == 1 and c > 1
+    if groups != 1 and not depthwise:
+        return None
+    epilogue = _channel_epilogue(op, k_out)
+    final = static_type(epilogue.ops[-1].results[0]) if epilogue.ops else result
+    if final is None or final.dtype not in KERNEL_DTYPES:
+        return None
     description = {
         "kind": "conv2d",
         **dict(n=n, c=c, h=h, w=width, k_out=k_out, r=r, s=s),
@@ -341,11 +367,15 @@ def _match_conv(op: ir.Operation, precision: str) -> Match | None:
         "padding": padding if len(padding) == 2 else padding * 2,
         "dilation": dilation if len(dilation) == 2 else dilation * 2,
         "dtype": x_type.dtype,
-        "out_dtype": result.dtype,
-        "precision": precision if x_type.dtype == "f32" else "",
+        "out_dtype": final.dtype,
+        "precision": ("ieee" if depthwise else precision) if x_type.dtype == "f32" else "",
         "bias": has_bias,
+        "groups": groups,
+        **({"epilogue": epilogue.steps} if epilogue.steps else {}),
+        **({"clamp": list(epilogue.clamp)} if epilogue.clamp else {}),
     }
     result_type = op.results[0].type
+    first_vector = 3 if has_bias else 2
 
     def body(build: _Builder, args: list[ir.Value]) -> ir.Value:
         operands = [
@@ -357,11 +387,144 @@ def _match_conv(op: ir.Operation, precision: str) -> Match | None:
             build.ints(description["dilation"]),
             build.bool_(False),
             build.ints([0, 0]),
-            build.int_(1),
+            build.int_(groups),
         ]
-        return build.op("torch.aten.convolution", operands, result_type)
+        y = build.op("torch.aten.convolution", operands, result_type)
+        vectors = dict(zip(epilogue.vectors, args[first_vector:], strict=True))
+        before = op.results[0]
+        for taken in epilogue.ops:
+            y = build.replay_elementwise(taken, before, y, vectors)
+            before = taken.results[0]
+        return y
 
-    return description, [x, w, *([bias] if has_bias else [])], body, []
+    return description, [x, w, *([bias] if has_bias else []), *epilogue.vectors], body, epilogue.ops
+
+
+def _match_max_pool(op: ir.Operation) -> Match | None:
+    x, result = static_type(op.operands[0]), static_type(op.results[0])
+    window, stride, padding, dilation = (constant_ints(op.operands[i]) for i in range(1, 5))
+    ceil_mode = _bool(op.operands[5])
+    if x is None or result is None or None in (window, stride, padding, dilation) or ceil_mode is not False:
+        return None
+    if len(x.shape) != 4 or x.dtype not in KERNEL_DTYPES:
+        return None
+    pair = lambda values: values if len(values) == 2 else values * 2  # noqa: E731
+    n, c, h, w = x.shape
+    (r, s), stride = pair(window), pair(stride or window)  # PyTorch: no stride means the window's
+    description = {
+        "kind": "maxpool2d",
+        **dict(n=n, c=c, h=h, w=w, r=r, s=s),
+        "stride": stride,
+        "padding": pair(padding),
+        "dilation": pair(dilation),
+        "dtype": x.dtype,
+    }
+    result_type = op.results[0].type
+
+    def body(build: _Builder, args: list[ir.Value]) -> ir.Value:
+        geometry = [build.ints([r, s]), *(build.ints(description[name]) for name in ("stride", "padding", "dilation"))]
+        return build.op("torch.aten.max_pool2d", [args[0], *geometry, build.bool_(False)], result_type)
+
+    return description, [op.operands[0]], body, []
+
+
+AFFINE_STEPS = {
+    "torch.aten.add.Tensor": "add", "torch.aten.sub.Tensor": "sub", "torch.aten.mul.Tensor": "mul", "torch.aten.div.Tensor": "div",
+}  # fmt: skip
+COMMUTATIVE = ("add", "mul")
+CLAMPS = ("torch.aten.maximum", "torch.aten.minimum", "torch.aten.relu", "torch.aten.clamp", "torch.aten.hardtanh")
+
+
+@dataclass
+class _ChannelEpilogue:
+    """What follows a convolution that its kernel computes too: per-channel affine steps (batch norm in
+    inference, a bias), then a clamp (ReLU, ReLU6, hardtanh); each op the only user of the one before.
+    The kernel applies them to its f32 accumulator as one scale and shift per channel and rounds once."""
+
+    ops: list[ir.Operation] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)  # add / sub / mul / div, one per affine op
+    vectors: list[ir.Value] = field(default_factory=list)  # each step's per-channel operand
+    clamp: tuple[float, float] = ()  # (low, high), +-inf for an open side; () for none
+
+
+def _channel_epilogue(op: ir.Operation, channels: int) -> _ChannelEpilogue:
+    """The epilogue of the convolution `op` (NCHW result of `channels` channels): affine steps by
+    [C, 1, 1] or [1, C, 1, 1] vectors (computed in the convolution's dtype or in f32, as batch norm of
+    16-bit values is), a `to.dtype` back to 16 bits, then clamps by constants. Empty where none follows."""
+    epilogue = _ChannelEpilogue()
+    low, high = -math.inf, math.inf
+    value = op.results[0]
+    while True:
+        uses = list(value.uses)
+        if len(uses) != 1:
+            break
+        user = uses[0].owner.operation
+        result = static_type(user.results[0]) if len(user.results) == 1 else None
+        if result is None or result.shape != static_type(value).shape:
+            break
+        if not _constant_operands(user, value):
+            break
+        step = AFFINE_STEPS.get(user.name)
+        if step is not None and not epilogue.clamp and not _cast_taken(epilogue):
+            if step in ("add", "sub") and number(user.operands[2]) != 1:
+                break
+            operands = list(user.operands[:2])
+            if operands[0] == value:
+                vector = operands[1]
+            elif step in COMMUTATIVE and operands[1] == value:
+                vector = operands[0]
+            else:
+                break
+            vector_type = static_type(vector)
+            if vector_type is None or vector_type.shape not in ((channels, 1, 1), (1, channels, 1, 1)) or not vector_type.is_float:
+                break
+            epilogue.steps.append(step)
+            epilogue.vectors.append(vector)
+        elif user.name == "torch.aten.to.dtype" and not epilogue.clamp and not _cast_taken(epilogue):
+            if static_type(value).dtype != "f32" or result.dtype not in ("bf16", "f16"):
+                break  # a rounding back to 16 bits: the kernel's final store does it
+        elif user.name in CLAMPS:
+            bounds = _clamp_bounds(user, value)
+            if bounds is None:
+                break
+            low, high = max(low, bounds[0]), min(high, bounds[1])
+            epilogue.clamp = (low, high)
+        else:
+            break
+        epilogue.ops.append(user)
+        value = user.results[0]
+    return epilogue
+
+
+def _constant_operands(op: ir.Operation, value: ir.Value) -> bool:
+    """Whether every operand of `op` but `value` and tensors is a constant (an op without operands),
+    which the outlined function can copy."""
+    others = [operand for operand in op.operands if operand != value and static_type(operand) is None]
+    literals = [operand for operand in op.operands if operand != value and static_type(operand) is not None and static_type(operand).shape == ()]
+    return all(defining_op(operand) is not None and not list(defining_op(operand).operands) for operand in [*others, *literals])
+
+
+def _cast_taken(epilogue: _ChannelEpilogue) -> bool:
+    return any(taken.name == "torch.aten.to.dtype" for taken in epilogue.ops)
+
+
+def _clamp_bounds(op: ir.Operation, value: ir.Value) -> tuple[float, float] | None:
+    """(low, high) of a clamp of `value` by constants: relu, maximum/minimum with a constant scalar
+    tensor (either side), clamp and hardtanh with constant (or none) bounds; None for anything else."""
+    if op.name == "torch.aten.relu":
+        return 0.0, math.inf
+    if op.name in ("torch.aten.maximum", "torch.aten.minimum"):
+        other = op.operands[1] if op.operands[0] == value else op.operands[0]
+        bound = splat(other) if static_type(other) is not None and static_type(other).shape == () else None
+        if bound is None or isinstance(bound, bool):
+            return None
+        return (float(bound), math.inf) if op.name == "torch.aten.maximum" else (-math.inf, float(bound))
+    if op.operands[0] != value:
+        return None
+    low, high = (None if is_none(bound) else number(bound) for bound in op.operands[1:3])
+    if (low is None and not is_none(op.operands[1])) or (high is None and not is_none(op.operands[2])):
+        return None
+    return (-math.inf if low is None else float(low)), (math.inf if high is None else float(high))
 
 
 def _match_attention(op: ir.Operation, precision: str) -> Match | None:
@@ -554,20 +717,21 @@ def _attribute(description: dict[str, Any]) -> ir.Attribute:
 # What a replaced contraction read that may be left unused: erased with it, so no dead torch op stays
 # (MLIR does not see torch ops as trivially dead).
 ERASABLE = (
-    *LAYOUT_OPS, "torch.aten.to.dtype", "torch.aten.broadcast_to", "torch.aten.expand",
+    *LAYOUT_OPS, "torch.aten.to.dtype", "torch.aten.broadcast_to", "torch.aten.expand", "torch.vtensor.literal",
     "torch.prim.ListConstruct", "torch.constant.int", "torch.constant.float", "torch.constant.bool", "torch.constant.none",
 )  # fmt: skip
 
 
-def _erase_with_unused_producers(op: ir.Operation) -> None:
-    """Erase `op`, then every op of ERASABLE it read from that nothing reads any more, users first."""
+def _erase_with_unused_producers(op: ir.Operation, spared: list[ir.Operation] | None = None) -> None:
+    """Erase `op`, then every op of ERASABLE it read from that nothing reads any more, users first;
+    not those `spared` (an epilogue's ops, which the caller erases itself)."""
     worklist = [op]
     while worklist:
         current = worklist.pop(0)
         producers = [defining_op(value) for value in current.operands]
         current.erase()
         for candidate in producers:
-            if candidate is None or candidate.name not in ERASABLE or candidate in worklist:
+            if candidate is None or candidate.name not in ERASABLE or candidate in worklist or candidate in (spared or []):
                 continue
             if all(not list(result.uses) for result in candidate.results):
                 worklist.append(candidate)

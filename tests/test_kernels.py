@@ -33,7 +33,7 @@ import kiln
 from kiln.compiler import Compiled, CompileOptions, ModelSpec, run_pipeline, spec_from_module
 from kiln.compiler.kernels import build, cache
 from kiln.compiler.kernels.build import Kernel, Unsupported, compile_kernel
-from kiln.compiler.kernels.contraction import Attention, Contraction, Conv2d, Matmul
+from kiln.compiler.kernels.contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d
 from kiln.compiler.kernels.substitute import plan
 from kiln.compiler.kernels.tiles import Tiles, choose
 from kiln.measure.thin import model_tensors, thicken, thin
@@ -82,8 +82,10 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (Conv2d(1, 32, 14, 14, 64, 3, 3, (1, 1), (1, 1), (1, 1), "bf16", "bf16", layout="nhwc"), Tiles(64, 64, 32, 4, 4), "wgmma"),
         (Attention(8, 12, 1024, 1024, 64, "bf16", True, 0.125, "", "bshd", "bshd"), Tiles(128, 64, 64, 4, 3), "wgmma"),
         (Attention(2, 4, 50, 40, 32, "f32", False, 0.3, "tf32x3"), Tiles(64, 32, 32, 4, 2), "ex2.approx"),
+        (Conv2d(2, 96, 28, 28, 96, 3, 3, (2, 2), (1, 1), (1, 1), "f32", "f32", "ieee", layout="nhwc", groups=96), Tiles(32, 32, 1, 4, 1), "fma.rn.f32"),
+        (MaxPool2d(2, 64, 28, 28, 3, 3, (2, 2), (1, 1), (1, 1), "bf16", layout="nhwc"), Tiles(32, 64, 1, 4, 1), "max.NaN.bf16x2"),
     ],
-    ids=["bf16-matmul", "f32-gemv", "bf16-conv", "bf16-attention", "f32-attention"],
+    ids=["bf16-matmul", "f32-gemv", "bf16-conv", "bf16-attention", "f32-attention", "f32-depthwise", "bf16-maxpool"],
 )
 def test_triton_compiles_sm90a_ptx_with_iree_calling_convention(contraction, tiles, instruction):
     kernel = compile_kernel(contraction, tiles)
@@ -93,7 +95,9 @@ def test_triton_compiles_sm90a_ptx_with_iree_calling_convention(contraction, til
     pointers = len(contraction.operand_shapes()) + 1  # the operands and the result: no scratch
     assert len([param for param in entry[1].split(",") if ".u64" in param]) == pointers
     assert instruction in kernel.ptx
-    assert kernel.shared_bytes > 0 and kernel.num_warps == tiles.num_warps
+    assert kernel.num_warps == tiles.num_warps
+    stencil = isinstance(contraction, MaxPool2d) or (isinstance(contraction, Conv2d) and contraction.depthwise)
+    assert (kernel.shared_bytes > 0) != stencil  # a stencil stages nothing in shared memory
 
 
 def test_the_cache_compiles_each_kernel_once(tmp_path, monkeypatch):
@@ -302,10 +306,15 @@ def _reference(kernel: Kernel, name: str) -> str:
     (the kernel's own arguments), accumulating in f32 and rounding to its result dtype."""
     c = kernel.contraction
     a_shape, b_shape, *bias_shape = c.operand_shapes()
+    fused = isinstance(c, Conv2d) and c.fused
+    vectors = [f"%{vector}" for vector, wanted in (("scale", fused and c.scales), ("shift", fused and c.shifts)) if wanted]
+    if fused:
+        bias_shape = []
     a, b = _tensor(a_shape, c.dtype), _tensor(b_shape, c.dtype)
     out_shape = c.result_shape()
     acc = _tensor(out_shape, "f32")
     bias = f", %bias: {_tensor(bias_shape[0], c.dtype)}" if bias_shape else ""
+    bias += "".join(f", {vector}: {_tensor((c.k_out,), 'f32')}" for vector in vectors)
     lines = [f"  func.func private @{name}(%a: {a}, %b: {b}{bias}) -> {_tensor(out_shape, c.out_dtype)} {{"]
     lines += ["    %zero = arith.constant 0.0 : f32", f"    %e = tensor.empty() : {acc}"]
     lines.append(f"    %init = linalg.fill ins(%zero : f32) outs(%e : {acc}) -> {acc}")
@@ -335,10 +344,42 @@ def _reference(kernel: Kernel, name: str) -> str:
             "    ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):",
             f"      tensor.yield %pad : {c.dtype}",
             f"    }} : {a} to {_tensor(padded, c.dtype)}",
-            f"    %r = {op} {{dilations = dense<[{c.dilation[0]}, {c.dilation[1]}]> : vector<2xi64>, "
-            f"strides = dense<[{c.stride[0]}, {c.stride[1]}]> : vector<2xi64>}} "
-            f"ins(%ap, %b : {_tensor(padded, c.dtype)}, {b}) outs(%init : {acc}) -> {acc}",
         ]
+        if c.depthwise:  # the kernel's NHWC input and [C, R, S, 1] weight, one filter per channel
+            (sh, sw), (dh, dw) = c.stride, c.dilation
+            extend = [f"      %x = arith.extf %p : {c.dtype} to f32", f"      %y = arith.extf %q : {c.dtype} to f32"] if c.dtype != "f32" else []
+            x, y = ("%x", "%y") if extend else ("%p", "%q")
+            lines += [
+                f"    %r = linalg.generic {{indexing_maps = [affine_map<(n, p, q, c, r, s) -> (n, p * {sh} + r * {dh}, q * {sw} + s * {dw}, c)>, "
+                "affine_map<(n, p, q, c, r, s) -> (c, r, s, 0)>, affine_map<(n, p, q, c, r, s) -> (n, p, q, c)>], "
+                'iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} '
+                f"ins(%ap, %b : {_tensor(padded, c.dtype)}, {b}) outs(%init : {acc}) {{",
+                f"    ^bb0(%p: {c.dtype}, %q: {c.dtype}, %s: f32):",
+                *extend,
+                f"      %m = arith.mulf {x}, {y} : f32",
+                "      %t = arith.addf %s, %m : f32",
+                "      linalg.yield %t : f32",
+                f"    }} -> {acc}",
+            ]
+        elif c.result_layout == c.layout:
+            lines.append(
+                f"    %r = {op} {{dilations = dense<[{c.dilation[0]}, {c.dilation[1]}]> : vector<2xi64>, "
+                f"strides = dense<[{c.stride[0]}, {c.stride[1]}]> : vector<2xi64>}} "
+                f"ins(%ap, %b : {_tensor(padded, c.dtype)}, {b}) outs(%init : {acc}) -> {acc}"
+            )
+        else:  # an NCHW-reading kernel writing NHWC: the NCHW result transposed
+            nchw = _tensor((c.n, c.k_out, c.p, c.q), "f32")
+            lines += [
+                f"    %enchw = tensor.empty() : {nchw}",
+                f"    %init1 = linalg.fill ins(%zero : f32) outs(%enchw : {nchw}) -> {nchw}",
+                f"    %r1 = {op} {{dilations = dense<[{c.dilation[0]}, {c.dilation[1]}]> : vector<2xi64>, "
+                f"strides = dense<[{c.stride[0]}, {c.stride[1]}]> : vector<2xi64>}} "
+                f"ins(%ap, %b : {_tensor(padded, c.dtype)}, {b}) outs(%init1 : {nchw}) -> {nchw}",
+                f"    %r = linalg.transpose ins(%r1 : {nchw}) outs(%e : {acc}) permutation = [0, 2, 3, 1]",
+            ]
+    result = "%r0" if fused else "%biased" if bias_shape else "%r"
+    if fused:  # the epilogue on the f32 accumulator: times scale, plus shift, clamped
+        lines += _epilogue_reference(c, vectors, acc)
     if bias_shape:  # added to the f32 accumulator, before the rounding
         extend = [f"      %bf = arith.extf %bv : {c.dtype} to f32"] if c.dtype != "f32" else []
         lines += [
@@ -352,7 +393,7 @@ def _reference(kernel: Kernel, name: str) -> str:
             f"    }} -> {acc}",
         ]
     if c.out_dtype == "f32":
-        lines.append(f"    return {'%biased' if bias_shape else '%r'} : {acc}")
+        lines.append(f"    return {result} : {acc}")
     else:
         out = _tensor(out_shape, c.out_dtype)
         dims = ", ".join(f"d{i}" for i in range(len(out_shape)))
@@ -360,7 +401,7 @@ def _reference(kernel: Kernel, name: str) -> str:
         lines += [
             f"    %o = tensor.empty() : {out}",
             f"    %rounded = linalg.generic {{indexing_maps = [affine_map<({dims}) -> ({dims})>, affine_map<({dims}) -> ({dims})>], "
-            f"iterator_types = [{parallel}]}} ins({'%biased' if bias_shape else '%r'} : {acc}) outs(%o : {out}) {{",
+            f"iterator_types = [{parallel}]}} ins({result} : {acc}) outs(%o : {out}) {{",
             f"    ^bb0(%v: f32, %w: {c.out_dtype}):",
             f"      %tv = arith.truncf %v : f32 to {c.out_dtype}",
             f"      linalg.yield %tv : {c.out_dtype}",
@@ -368,6 +409,59 @@ def _reference(kernel: Kernel, name: str) -> str:
             f"    return %rounded : {out}",
         ]
     return "\n".join([*lines, "  }", ""])
+
+
+def _pool_reference(kernel: Kernel, name: str) -> str:
+    """`func.func private @name`: the kernel's max pooling with linalg, in its layout (NHWC)."""
+    c = kernel.contraction
+    assert isinstance(c, MaxPool2d) and c.layout == "nhwc"
+    (ph, pw), x, y = c.padding, _tensor(c.operand_shapes()[0], c.dtype), _tensor(c.result_shape(), c.dtype)
+    padded = _tensor((c.n, c.h + 2 * ph, c.w + 2 * pw, c.c), c.dtype)
+    return "\n".join([
+        f"  func.func private @{name}(%a: {x}) -> {y} {{",
+        "    %low = arith.constant 0xFF800000 : f32",
+        f"    %lowx = arith.truncf %low : f32 to {c.dtype}" if c.dtype != "f32" else "    %lowx = arith.addf %low, %low : f32",
+        f"    %ap = tensor.pad %a low[0, {ph}, {pw}, 0] high[0, {ph}, {pw}, 0] {{",
+        "    ^bb0(%i0: index, %i1: index, %i2: index, %i3: index):",
+        f"      tensor.yield %lowx : {c.dtype}",
+        f"    }} : {x} to {padded}",
+        f"    %window = tensor.empty() : tensor<{c.r}x{c.s}xf32>",
+        f"    %e = tensor.empty() : {y}",
+        f"    %init = linalg.fill ins(%lowx : {c.dtype}) outs(%e : {y}) -> {y}",
+        f"    %r = linalg.pooling_nhwc_max {{dilations = dense<[{c.dilation[0]}, {c.dilation[1]}]> : vector<2xi64>, "
+        f"strides = dense<[{c.stride[0]}, {c.stride[1]}]> : vector<2xi64>}} "
+        f"ins(%ap, %window : {padded}, tensor<{c.r}x{c.s}xf32>) outs(%init : {y}) -> {y}",
+        f"    return %r : {y}",
+        "  }",
+        "",
+    ])
+
+
+def _epilogue_reference(c: Conv2d, vectors: list[str], acc: str) -> list[str]:
+    """Lines defining `%r0` as `clamp(%r * %scale + %shift)` along the channels of `c`'s result layout."""
+    channel = "d3" if c.result_layout == "nhwc" else "d1"
+    maps = ", ".join(["affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>"] + [f"affine_map<(d0, d1, d2, d3) -> ({channel})>"] * len(vectors) + ["affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>"])
+    args = ", ".join(["%ev: f32", *(f"%e{index}: f32" for index in range(len(vectors))), "%eo: f32"])
+    body, value = [], "%ev"
+    for index, vector in enumerate(vectors):
+        op = "mulf" if vector == "%scale" else "addf"
+        body.append(f"      %t{index} = arith.{op} {value}, %e{index} : f32")
+        value = f"%t{index}"
+    for bound, op in zip(c.clamp, ("maximumf", "minimumf"), strict=False):
+        if math.isfinite(bound):
+            body += [f"      %b{op} = arith.constant {bound!r} : f32", f"      %c{op} = arith.{op} {value}, %b{op} : f32"]
+            value = f"%c{op}"
+    types = ", ".join([acc, *[_tensor((c.k_out,), "f32")] * len(vectors)])
+    return [
+        f"    %r0 = linalg.generic {{indexing_maps = [{maps}], iterator_types = [\"parallel\", \"parallel\", \"parallel\", \"parallel\"]}} "
+        f"ins(%r, {', '.join(vectors)} : {types}) outs(%init : {acc}) {{" if vectors else
+        f"    %r0 = linalg.generic {{indexing_maps = [{maps}], iterator_types = [\"parallel\", \"parallel\", \"parallel\", \"parallel\"]}} "
+        f"ins(%r : {acc}) outs(%init : {acc}) {{",
+        f"    ^bb0({args}):",
+        *body,
+        f"      linalg.yield {value} : f32",
+        f"    }} -> {acc}",
+    ]
 
 
 def _gathered(name: str, vtensor, source: tuple[int, ...], view: tuple[int, ...], shape: tuple[int, ...]) -> list[str]:
@@ -475,7 +569,7 @@ def _with_reference_kernels(text: str, kernels: tuple[Kernel, ...]) -> str:
         executable = re.search(rf"^  hal\.executable\.source private @(\w+) .*?^\s+hal\.executable\.export public @{kernel.entry} .*?^  \}}\n", text, re.DOTALL | re.MULTILINE)
         assert executable is not None, kernel.entry
         name = executable.group(1)
-        reference = _attention_reference if isinstance(kernel.contraction, Attention) else _reference
+        reference = {Attention: _attention_reference, MaxPool2d: _pool_reference}.get(type(kernel.contraction), _reference)
         text = text[: executable.start()] + reference(kernel, f"{name}_ref") + text[executable.end() :]
         text = text.replace(f"flow.dispatch @{name}::@{kernel.entry}(", f"func.call @{name}_ref(")
     return text
@@ -499,7 +593,7 @@ def _run_on_cpu(text: str, compiled: Compiled, inputs: tuple[torch.Tensor, ...],
 
 # model file -> the kernels of its compile, by kind and layout
 WIRED = {
-    CONTRACTIONS: {("Conv2d", "nchw"): 1, ("Conv2d", "nhwc"): 3, ("Matmul", "nk"): 2, ("Matmul", "nk+bias"): 1},
+    CONTRACTIONS: {("Conv2d", "nchw"): 1, ("Conv2d", "nhwc"): 3, ("Conv2d", "nhwc depthwise"): 1, ("MaxPool2d", "nhwc"): 1, ("Matmul", "nk"): 2, ("Matmul", "nk+bias"): 1},
     ATTENTION: {("Matmul", "nk+bias"): 2, ("Matmul", "nk"): 1, ("Attention", "strided"): 5},
 }
 
@@ -523,7 +617,10 @@ def test_kernel_wiring_matches_eager_on_the_cpu(model, dtype, tmp_path):
     kinds: dict[tuple[str, str], int] = {}
     for kernel in substitution.kernels:
         c = kernel.contraction
-        key = (type(c).__name__, c.b_layout + ("+bias" if c.bias else "") if isinstance(c, Matmul) else c.layout)
+        if isinstance(c, Matmul):
+            key = (type(c).__name__, c.b_layout + ("+bias" if c.bias else ""))
+        else:
+            key = (type(c).__name__, c.layout + (" depthwise" if isinstance(c, Conv2d) and c.depthwise else ""))
         kinds[key] = kinds.get(key, 0) + 1
     assert kinds == WIRED[model]
     text = _with_reference_kernels(substitution.splice(str(module)), substitution.kernels)

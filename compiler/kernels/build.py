@@ -15,9 +15,7 @@ import math
 import re
 from dataclasses import dataclass
 
-from kiln.passes.outline_contractions import HEAD_DIMS  # the head dimensions the attention kernel takes
-
-from .contraction import Attention, Contraction, Conv2d, Matmul
+from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d
 from .tiles import Tiles
 
 TRITON_VERSION = "3.9.0"  # the version the ABI trim below was written against and the GPU run used
@@ -29,6 +27,7 @@ _TRITON_TYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16", "i8": "i8"}
 CHECKED = {
     ("mm", "f32", "tf32x3"), ("mm", "f32", "tf32"), ("mm", "bf16", ""),
     ("conv2d", "f32", "tf32"), ("conv2d", "bf16", ""),
+    ("depthwise conv2d", "f32", "ieee"), ("depthwise conv2d", "bf16", ""), ("maxpool2d", "f32", ""), ("maxpool2d", "bf16", ""),
     ("attention", "f32", "tf32x3"), ("attention", "f32", "tf32"), ("attention", "bf16", ""),
 }  # fmt: skip
 
@@ -74,6 +73,9 @@ def check(contraction: Contraction) -> None:
             raise Unsupported(f"an operand of {math.prod(shape)} elements: the kernels' offsets are 32-bit")
         if 0 in shape:
             raise Unsupported("an empty operand")
+    # imported here: the pass module needs torch_mlir, which a GPU host timing the kernels alone lacks
+    from kiln.passes.outline_contractions import HEAD_DIMS
+
     if isinstance(contraction, Attention) and contraction.head_dim not in HEAD_DIMS:
         raise Unsupported(f"head dimension {contraction.head_dim}: the attention kernel takes {', '.join(map(str, HEAD_DIMS))}")
 
@@ -81,7 +83,9 @@ def check(contraction: Contraction) -> None:
 def _kind(contraction: Contraction) -> str:
     if isinstance(contraction, Matmul):
         return "mm"
-    return "conv2d" if isinstance(contraction, Conv2d) else "attention"
+    if isinstance(contraction, Conv2d):
+        return "depthwise conv2d" if contraction.depthwise else "conv2d"
+    return "maxpool2d" if isinstance(contraction, MaxPool2d) else "attention"
 
 
 def compile_kernel(contraction: Contraction, tiles: Tiles) -> Kernel:
@@ -90,6 +94,8 @@ def compile_kernel(contraction: Contraction, tiles: Tiles) -> Kernel:
         return _compile_matmul(contraction, tiles)
     if isinstance(contraction, Conv2d):
         return _compile_conv(contraction, tiles)
+    if isinstance(contraction, MaxPool2d):
+        return _compile_stencil(contraction, tiles, ("x_ptr", "y_ptr"), "kiln_maxpool")
     return _compile_attention(contraction, tiles)
 
 
@@ -111,10 +117,12 @@ def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
 def _compile_conv(conv: Conv2d, tiles: Tiles) -> Kernel:
     if conv.p <= 0 or conv.q <= 0:
         raise Unsupported("an empty output")
+    if conv.depthwise:
+        return _compile_stencil(conv, tiles, _conv_pointers(conv), "kiln_dwconv")
     weight_layout = "krsc" if conv.layout == "nhwc" else "kcrs"
     x = _strides(conv.layout, dict(n=conv.n, h=conv.h, w=conv.w, c=conv.c))
     w = _strides(weight_layout, dict(k=conv.k_out, r=conv.r, s=conv.s, c=conv.c))
-    y = _strides(conv.layout.replace("c", "k"), dict(n=conv.n, h=conv.p, w=conv.q, k=conv.k_out))
+    y = _strides(conv.result_layout.replace("c", "k"), dict(n=conv.n, h=conv.p, w=conv.q, k=conv.k_out))
     constants = dict(
         BATCH=conv.n, H=conv.h, W=conv.w, C=conv.c, K_OUT=conv.k_out, R=conv.r, S=conv.s, P=conv.p, Q=conv.q,
         STRIDE_H=conv.stride[0], STRIDE_W=conv.stride[1], PAD_H=conv.padding[0], PAD_W=conv.padding[1],
@@ -123,11 +131,46 @@ def _compile_conv(conv: Conv2d, tiles: Tiles) -> Kernel:
         W_SK=w["k"], W_SC=w["c"], W_SR=w["r"], W_SS=w["s"],
         Y_SN=y["n"], Y_SK=y["k"], Y_SP=y["h"], Y_SQ=y["w"],
         BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, GROUP_M=tiles.group_m,
-        PRECISION=conv.precision or "ieee", CHANNEL_STEPS=conv.c >= tiles.block_k,
+        PRECISION=conv.precision or "ieee", CHANNEL_STEPS=conv.c >= tiles.block_k, **_clamp(conv),
     )  # fmt: skip
     rows, cols, _ = conv.gemm
     programs = math.ceil(rows / tiles.block_m) * math.ceil(cols / tiles.block_n)
-    return _compile("kiln_conv2d", ("x_ptr", "w_ptr", "y_ptr"), constants, conv, tiles, (programs, 1, 1), "kiln_conv")
+    return _compile("kiln_conv2d", _conv_pointers(conv), constants, conv, tiles, (programs, 1, 1), "kiln_conv")
+
+
+def _conv_pointers(conv: Conv2d) -> tuple[str, ...]:
+    return ("x_ptr", "w_ptr", *(("scale_ptr",) if conv.scales else ()), *(("shift_ptr",) if conv.shifts else ()), "y_ptr")
+
+
+def _clamp(op: Conv2d | MaxPool2d) -> dict[str, float | None]:
+    """A convolution epilogue's clamp as the kernels take it: None for an open side."""
+    low, high = (op.clamp if isinstance(op, Conv2d) else ()) or (-math.inf, math.inf)
+    return dict(CLAMP_LO=None if low == -math.inf else low, CLAMP_HI=None if high == math.inf else high)
+
+
+def _compile_stencil(op: Conv2d | MaxPool2d, tiles: Tiles, pointers: tuple[str, ...], prefix: str) -> Kernel:
+    if op.p <= 0 or op.q <= 0:
+        raise Unsupported("an empty output")
+    programs = math.ceil(op.n * op.p * op.q / tiles.block_m) * math.ceil(op.c / tiles.block_n)
+    constants = stencil_constants(op, tiles)
+    return _compile("kiln_depthwise_conv2d", pointers, constants, op, tiles, (programs, 1, 1), prefix)
+
+
+def stencil_constants(op: Conv2d | MaxPool2d, tiles: Tiles) -> dict[str, int | float | None]:
+    """kiln_depthwise_conv2d's constants, for a depthwise convolution or a max pooling. Tiles: block_m
+    output pixels by block_n channels (block_k unused). A depthwise weight [C, 1, R, S] is read as
+    [C, R, S] (KRSC and KCRS are the same with one channel a group)."""
+    x = _strides(op.layout, dict(n=op.n, h=op.h, w=op.w, c=op.c))
+    y = _strides(op.layout, dict(n=op.n, h=op.p, w=op.q, c=op.c))
+    return dict(
+        BATCH=op.n, H=op.h, W=op.w, C=op.c, R=op.r, S=op.s, P=op.p, Q=op.q,
+        STRIDE_H=op.stride[0], STRIDE_W=op.stride[1], PAD_H=op.padding[0], PAD_W=op.padding[1],
+        DIL_H=op.dilation[0], DIL_W=op.dilation[1],
+        X_SN=x["n"], X_SC=x["c"], X_SH=x["h"], X_SW=x["w"],
+        W_SC=op.r * op.s, W_SR=op.s, W_SS=1,
+        Y_SN=y["n"], Y_SC=y["c"], Y_SP=y["h"], Y_SQ=y["w"],
+        BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, **_clamp(op),
+    )  # fmt: skip
 
 
 def _compile_attention(attention: Attention, tiles: Tiles) -> Kernel:
@@ -197,7 +240,7 @@ def _compile(
     dtypes = (*contraction.operand_dtypes(), contraction.out_dtype)
     signature = {name: f"*{_TRITON_TYPES[dtype]}" for name, dtype in zip(pointers, dtypes, strict=True)}
     constexprs = dict(constants)
-    for optional in ("bias_ptr", "mask_ptr"):  # a bias or mask the kernel is not given compiles away
+    for optional in ("bias_ptr", "mask_ptr", "scale_ptr", "shift_ptr", "w_ptr"):  # an operand the kernel is not given compiles away
         if optional in fn.arg_names and optional not in pointers:
             constexprs[optional] = None
     signature.update(dict.fromkeys(constexprs, "constexpr"))

@@ -1,8 +1,8 @@
-"""What one kernel computes: a matmul, a 2-D convolution or an attention, with every size a constant.
+"""What one kernel computes: a matmul, a 2-D convolution, a max pooling or an attention, every size a constant.
 
 The pass outline-contractions (passes/outline_contractions.py) describes each contraction it
 outlines as a `kiln.contraction` dictionary attribute on the outlined function; `from_description`
-reads that dictionary back as a `Matmul`, a `Conv2d` or an `Attention`. The kernels (triton_source.py) take every
+reads that dictionary back as a `Matmul`, a `Conv2d`, a `MaxPool2d` or an `Attention`. The kernels (triton_source.py) take every
 shape, stride and convolution parameter as a compile-time constant, so one compiled kernel serves one
 of these values, and its label names it (the key of the measured tiles, measured.json).
 """
@@ -72,9 +72,11 @@ class Matmul:
 
 @dataclass(frozen=True)
 class Conv2d:
-    """y = conv2d(x, w), groups 1, in PyTorch's NCHW/KCRS; `layout` is how the kernel reads it: "nchw"
-    (the tensors as they are) or "nhwc" (activations and result transposed to NHWC and the weights to
-    KRSC around the kernel). 16-bit inputs accumulate in f32; f32 runs with `precision`."""
+    """y = conv2d(x, w) in PyTorch's NCHW/KCRS; `layout` is how the kernel reads it: "nchw" (the tensors
+    as they are) or "nhwc" (activations and result transposed to NHWC and the weights to KRSC around
+    the kernel). 16-bit inputs accumulate in f32; f32 runs with `precision`. `groups` is 1 (an implicit
+    GEMM on tensor cores) or, for a depthwise convolution, the channel count (c == k_out, one filter
+    per channel: no GEMM, a stencil of f32 FMAs, so f32 runs "ieee")."""
 
     n: int
     c: int
@@ -89,8 +91,34 @@ class Conv2d:
     dtype: str
     out_dtype: str
     precision: str = ""
-    bias: bool = False  # a bias[k_out] operand, added after the kernel
+    bias: bool = False  # a bias[k_out] operand: added after the kernel, or the epilogue's first shift
     layout: str = "nchw"
+    groups: int = 1
+    # "nhwc": an NCHW-reading kernel writes its result in NHWC all the same (coalesced along the
+    # channels), which the next NHWC kernel reads without a transpose
+    out_layout: str = ""
+    # What the kernel applies to its f32 accumulator before the one rounding (outline-contractions'
+    # channel epilogue): per-channel steps "add", "sub", "mul", "div" by vectors (batch norm), folded
+    # into one scale and shift per channel, then a clamp (low, high) (ReLU, ReLU6; +-inf: open).
+    epilogue: tuple[str, ...] = ()
+    clamp: tuple[float, ...] = ()
+
+    @property
+    def depthwise(self) -> bool:
+        return self.groups > 1
+
+    @property
+    def fused(self) -> bool:
+        """Whether the kernel computes an epilogue (a bias is then its first shift)."""
+        return bool(self.epilogue or self.clamp)
+
+    @property
+    def scales(self) -> bool:
+        return self.fused and any(step in ("mul", "div") for step in self.epilogue)
+
+    @property
+    def shifts(self) -> bool:
+        return self.fused and (self.bias or any(step in ("add", "sub") for step in self.epilogue))
 
     @property
     def p(self) -> int:
@@ -102,30 +130,39 @@ class Conv2d:
 
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
         """The kernel's operands in its layout (without the bias, which is added outside it)."""
+        per_group = self.c // self.groups
+        vectors = ((self.k_out,),) * (self.scales + self.shifts)  # the epilogue's scale and shift, f32
         if self.layout == "nhwc":
-            return (self.n, self.h, self.w, self.c), (self.k_out, self.r, self.s, self.c)
-        return (self.n, self.c, self.h, self.w), (self.k_out, self.c, self.r, self.s)
+            return (self.n, self.h, self.w, self.c), (self.k_out, self.r, self.s, per_group), *vectors
+        return (self.n, self.c, self.h, self.w), (self.k_out, per_group, self.r, self.s), *vectors
+
+    @property
+    def result_layout(self) -> str:
+        return self.out_layout or self.layout
 
     def result_shape(self) -> tuple[int, ...]:
-        if self.layout == "nhwc":
+        if self.result_layout == "nhwc":
             return (self.n, self.p, self.q, self.k_out)
         return (self.n, self.k_out, self.p, self.q)
 
     def operand_dtypes(self) -> tuple[str, ...]:
-        return (self.dtype,) * len(self.operand_shapes())
+        return (self.dtype, self.dtype, *("f32",) * (self.scales + self.shifts))
 
     @property
     def flops(self) -> int:
-        return 2 * self.n * self.p * self.q * self.k_out * self.r * self.s * self.c
+        return 2 * self.n * self.p * self.q * self.k_out * self.r * self.s * (self.c // self.groups)
 
     @property
     def gemm(self) -> tuple[int, int, int]:
         """The implicit GEMM's (M, N, K): output pixels, output channels, filter taps times channels."""
-        return self.n * self.p * self.q, self.k_out, self.r * self.s * self.c
+        return self.n * self.p * self.q, self.k_out, self.r * self.s * (self.c // self.groups)
 
     @property
     def label(self) -> str:
-        return self._name(self.layout, "krsc" if self.layout == "nhwc" else "kcrs") + (
+        epilogue = ("-scale" if self.scales else "") + ("-shift" if self.shifts else "")
+        epilogue += f"-clamp{self.clamp[0]:g}_{self.clamp[1]:g}" if self.clamp else ""
+        epilogue += f"-to{self.out_layout}" if self.out_layout and self.out_layout != self.layout else ""
+        return self._name(self.layout, "krsc" if self.layout == "nhwc" else "kcrs") + epilogue + (
             f"-out{self.out_dtype}" if self.out_dtype != self.dtype else ""
         )
 
@@ -137,10 +174,64 @@ class Conv2d:
     def _name(self, layout: str, weight_layout: str) -> str:
         precision = f"-{self.precision}" if self.dtype == "f32" else ""
         geometry = f"s{self.stride[0]}p{self.padding[0]}" + (f"d{self.dilation[0]}" if self.dilation != (1, 1) else "")
+        geometry += f"g{self.groups}" if self.groups != 1 else ""
         return (
             f"conv{self.n}x{self.c}x{self.h}x{self.w}-k{self.k_out}r{self.r}x{self.s}{geometry}-{self.dtype}{precision}"
             f"-{layout}-{weight_layout}"
         )
+
+
+@dataclass(frozen=True)
+class MaxPool2d:
+    """y = max_pool2d(x) in PyTorch's NCHW (floor mode; padding reads as -inf), read by the depthwise
+    stencil kernel with a maximum for the sum and no weights; `layout` as Conv2d's."""
+
+    n: int
+    c: int
+    h: int
+    w: int
+    r: int
+    s: int
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+    dtype: str
+    layout: str = "nchw"
+    precision: str = ""  # nothing to round: kept for the kernels' common checks
+
+    @property
+    def out_dtype(self) -> str:
+        return self.dtype
+
+    @property
+    def p(self) -> int:
+        return (self.h + 2 * self.padding[0] - self.dilation[0] * (self.r - 1) - 1) // self.stride[0] + 1
+
+    @property
+    def q(self) -> int:
+        return (self.w + 2 * self.padding[1] - self.dilation[1] * (self.s - 1) - 1) // self.stride[1] + 1
+
+    def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
+        return ((self.n, self.h, self.w, self.c) if self.layout == "nhwc" else (self.n, self.c, self.h, self.w),)
+
+    def result_shape(self) -> tuple[int, ...]:
+        return (self.n, self.p, self.q, self.c) if self.layout == "nhwc" else (self.n, self.c, self.p, self.q)
+
+    def operand_dtypes(self) -> tuple[str, ...]:
+        return (self.dtype,)
+
+    @property
+    def flops(self) -> int:
+        return 0  # comparisons, not floating-point arithmetic
+
+    @property
+    def label(self) -> str:
+        return f"{self.shape_key}-{self.layout}"
+
+    @property
+    def shape_key(self) -> str:
+        geometry = f"s{self.stride[0]}p{self.padding[0]}" + (f"d{self.dilation[0]}" if self.dilation != (1, 1) else "")
+        return f"maxpool{self.n}x{self.c}x{self.h}x{self.w}-r{self.r}x{self.s}{geometry}-{self.dtype}"
 
 
 @dataclass(frozen=True)
@@ -221,7 +312,7 @@ class Attention:
         )
 
 
-Contraction = Matmul | Conv2d | Attention
+Contraction = Matmul | Conv2d | MaxPool2d | Attention
 
 
 def from_description(description: Mapping[str, Any]) -> Contraction:
@@ -231,9 +322,14 @@ def from_description(description: Mapping[str, Any]) -> Contraction:
     if kind == "mm":
         return Matmul(**fields)
     if kind == "conv2d":
+        for name in ("stride", "padding", "dilation", "epilogue", "clamp"):
+            if name in fields:
+                fields[name] = tuple(fields[name])
+        return Conv2d(**fields)
+    if kind == "maxpool2d":
         for name in ("stride", "padding", "dilation"):
             fields[name] = tuple(fields[name])
-        return Conv2d(**fields)
+        return MaxPool2d(**fields)
     if kind == "attention":
         fields["mask_shape"] = tuple(fields.get("mask_shape", ()))
         fields["sources"] = tuple(tuple(shape) for shape in fields.get("sources", ()))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .build import Kernel
-from .contraction import Attention, Contraction, Conv2d, Matmul
+from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d
 
 # The target of the PTX object; IREE matches objects to the module's executable variants by it.
 EXECUTABLE_TARGET = '#hal.executable.target<"cuda", "cuda-nvptx-fb">'
@@ -65,8 +65,13 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
     contraction = kernel.contraction
     shapes = contraction.operand_shapes()
     operands = args[: len(shapes)]
-    if isinstance(contraction, Conv2d) and contraction.layout == "nhwc":
-        operands = [body.permute(value, type_, [0, 2, 3, 1]) for value, type_ in zip(operands, signature.operands, strict=False)]
+    if isinstance(contraction, (Conv2d, MaxPool2d)):
+        operands = args[: 1 if isinstance(contraction, MaxPool2d) else 2]
+        if contraction.layout == "nhwc":
+            operands = [body.permute(value, type_, [0, 2, 3, 1]) for value, type_ in zip(operands, signature.operands, strict=False)]
+        if isinstance(contraction, Conv2d) and contraction.fused:
+            assert isinstance(described, Conv2d)
+            operands += body.scale_and_shift(described, args[2:], signature.operands[2:])
     elif isinstance(described, Matmul) and described.b_layout != contraction.b_layout:
         operands[1] = body.permute(operands[1], signature.operands[1], [1, 0])  # B[K, N]: the kernel reads W[N, K]
     if isinstance(contraction, Attention) and contraction.mask == "bool":  # the kernel reads bytes
@@ -84,9 +89,9 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
         f"torch_c.from_builtin_tensor {dispatched} : {_tensor(result_shape, out_dtype)} -> {_vtensor(result_shape, out_dtype)}"
     )
     result_type = _vtensor(result_shape, out_dtype)
-    if isinstance(described, Conv2d) and described.bias:  # the kernel itself never adds one
+    if isinstance(described, Conv2d) and described.bias and not described.fused:  # added after the kernel
         result = body.add_bias(result, result_type, args[2], signature.operands[2], contraction)
-    if isinstance(contraction, Conv2d) and contraction.layout == "nhwc":
+    if (isinstance(contraction, Conv2d) and contraction.result_layout == "nhwc") or (isinstance(contraction, MaxPool2d) and contraction.layout == "nhwc"):
         result = body.permute(result, result_type, [0, 3, 1, 2])
     header = ", ".join(f"{arg}: {type_}" for arg, type_ in zip(args, signature.operands, strict=True))
     return (
@@ -128,16 +133,47 @@ class _Body:
 
     def to_int8(self, value: str, type_: str) -> str:
         """A bool tensor as int8 (1 keeps, 0 masks), the bytes the attention kernel reads."""
-        operands = f"{value}, {self.int_(1)}, {self.constant('bool', 'false')}, {self.constant('bool', 'false')}, {self.constant('none')}"
-        types = f"{type_}, !torch.int, !torch.bool, !torch.bool, !torch.none"
-        return self.line(f"torch.aten.to.dtype {operands} : {types} -> {_vtensor(_shape(type_), 'si8')}")
+        return self.to_dtype(value, type_, 1, _vtensor(_shape(type_), "si8"))
 
     def constant(self, kind: str, value: str = "") -> str:
         return self.line(f"torch.constant.{kind} {value}".rstrip())
 
+    def scale_and_shift(self, conv: Conv2d, vectors: list[str], types: list[str]) -> list[str]:
+        """The epilogue's per-channel scale and shift, [k_out] f32 each, as the kernel reads them: the
+        steps of `conv.epilogue` (after its bias, if any) folded together, from the outlined function's
+        vector arguments (bias, then one per step; IREE folds all this on constant weights)."""
+        channels, f32 = conv.k_out, _vtensor((conv.k_out,), "f32")
+        flat = []
+        for value, type_ in zip(vectors, types, strict=True):
+            value = self.line(f"torch.aten.view {value}, {self.int_list([channels])} : {type_}, !torch.list<int> -> {_vtensor((channels,), _dtype(type_))}")
+            if _dtype(type_) != "f32":
+                value = self.to_dtype(value, _vtensor((channels,), _dtype(type_)), 6, f32)  # 6: torch.float32
+            flat.append(value)
+        scale, shift = None, flat.pop(0) if conv.bias else None
+        binary = lambda op, a, b: self.line(f"torch.aten.{op} {a}, {b} : {f32}, {f32} -> {f32}")  # noqa: E731
+        with_alpha = lambda op, a, b: self.line(f"torch.aten.{op} {a}, {b}, {self.int_(1)} : {f32}, {f32}, !torch.int -> {f32}")  # noqa: E731
+        for step, vector in zip(conv.epilogue, flat, strict=True):
+            if step in ("add", "sub"):
+                if shift is None:
+                    shift = vector if step == "add" else self.line(f"torch.aten.neg {vector} : {f32} -> {f32}")
+                else:
+                    shift = with_alpha(f"{step}.Tensor", shift, vector)
+            else:
+                if scale is None:
+                    scale = vector if step == "mul" else self.line(f"torch.aten.reciprocal {vector} : {f32} -> {f32}")
+                else:
+                    scale = binary(f"{step}.Tensor", scale, vector)
+                if shift is not None:
+                    shift = binary(f"{step}.Tensor", shift, vector)
+        return [value for value in (scale, shift) if value is not None]
+
+    def to_dtype(self, value: str, type_: str, code: int, result_type: str) -> str:
+        operands = f"{value}, {self.int_(code)}, {self.constant('bool', 'false')}, {self.constant('bool', 'false')}, {self.constant('none')}"
+        return self.line(f"torch.aten.to.dtype {operands} : {type_}, !torch.int, !torch.bool, !torch.bool, !torch.none -> {result_type}")
+
     def add_bias(self, value: str, type_: str, bias: str, bias_type: str, conv: Conv2d) -> str:
         """`value + bias`, the bias along the channel axis of the kernel's result layout."""
-        if conv.layout == "nchw":
+        if conv.result_layout == "nchw":
             bias = self.line(
                 f"torch.aten.view {bias}, {self.int_list([1, conv.k_out, 1, 1])} : {bias_type}, !torch.list<int> -> "
                 f"{_vtensor((1, conv.k_out, 1, 1), _dtype(bias_type))}"

@@ -22,7 +22,7 @@ from kiln.passes.outline_contractions import ATTRIBUTE  # what outline-contracti
 
 from .build import Kernel, Unsupported
 from .cache import cached_kernel
-from .contraction import Attention, Contraction, Conv2d, Matmul, from_description
+from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, from_description
 from .embed import Signature, executable, function
 from .tiles import Choice, Tiles, choose
 
@@ -61,7 +61,7 @@ class Decision:
                 kernel=self.kernel.entry,
                 tiles=self.kernel.tiles.label,
                 layout=contraction.b_layout if isinstance(contraction, Matmul) else contraction.layout,
-                precision=contraction.precision or f"{contraction.dtype}, f32 accumulation",
+                precision=contraction.precision or ("exact" if isinstance(contraction, MaxPool2d) else f"{contraction.dtype}, f32 accumulation"),
                 shared_bytes=self.kernel.shared_bytes,
                 grid=list(self.kernel.grid),
             )
@@ -161,8 +161,11 @@ def _decide(item: Outlined, chooser: Callable[[Contraction], Choice], make: Call
         choice = chooser(contraction)
         if choice.tiles is None:
             return Decision(item, None, choice.why)
-        if isinstance(contraction, Conv2d):
-            target = replace(contraction, layout=choice.layout, bias=False)
+        if isinstance(contraction, Conv2d):  # a bias is the epilogue's first shift, or added outside
+            bias = contraction.bias and contraction.fused
+            target = replace(contraction, layout=choice.layout, bias=bias, out_layout="nhwc" if choice.layout == "nchw" else "")
+        elif isinstance(contraction, MaxPool2d):
+            target = replace(contraction, layout=choice.layout)
         elif isinstance(contraction, Attention):
             target = contraction  # read in the layouts the outlined function receives
         else:

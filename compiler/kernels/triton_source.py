@@ -3,16 +3,18 @@
 `kiln_matmul`: C = A @ B with B read through strides (W[N, K] or B[K, N]), f32 accumulation, K loop
 pipelined. `kiln_conv2d`: a convolution as an implicit GEMM (rows are output pixels, columns output
 channels, the reduction runs over filter taps and channels), for any stride, padding and dilation and
-any activation/weight layout (strides again). `kiln_attention`: flash attention's forward pass
+any activation/weight layout (strides again). `kiln_depthwise_conv2d`: a depthwise convolution as a
+stencil of f32 FMAs over a tile of pixels by channels, or without weights a max pooling. `kiln_attention`: flash attention's forward pass
 (online softmax over key blocks), causal or masked or neither, reading and writing any [batch,
 heads, seq] strides. Every shape, stride and parameter is a `tl.constexpr`, so a compiled kernel's
 only launch parameters are its tensor pointers (build.py compiles them).
 
 The matmul and convolution sources are the ones an H100 run measured
 (benchmarks/results/kernels-h100.json), kept as they ran: the matmul's batch dimension (program_id 1;
-kiln launches one batch) is still there. Their bias epilogue adds nn.Linear's bias to the f32
+kiln launches one batch) is still there. The matmul's bias epilogue adds nn.Linear's bias to the f32
 accumulator before the one rounding (kiln passes bias_ptr None where there is none, which compiles
-it away; a convolution's bias is added outside the kernel).
+it away); the convolutions' epilogue scales, shifts and clamps it per channel the same way
+(batch norm, a bias, ReLU/ReLU6 fused; a convolution's bias alone is added outside the kernel).
 
 Importing this module imports Triton: only build.py does, when a kernel is generated.
 """
@@ -78,8 +80,24 @@ def kiln_matmul(
 
 
 @triton.jit
+def _channel_epilogue(acc, channels, scale_ptr, shift_ptr, CLAMP_LO: tl.constexpr, CLAMP_HI: tl.constexpr):
+    """A convolution's fused epilogue on its f32 tile (columns are `channels`): times scale[channel],
+    plus shift[channel] (batch norm, a bias), clamped to [CLAMP_LO, CLAMP_HI] (ReLU, ReLU6). Each part
+    the kernel is not given (None) compiles away."""
+    if scale_ptr is not None:
+        acc = acc * tl.load(scale_ptr + channels)[None, :]
+    if shift_ptr is not None:
+        acc = acc + tl.load(shift_ptr + channels)[None, :]
+    if CLAMP_LO is not None:
+        acc = tl.maximum(acc, CLAMP_LO)
+    if CLAMP_HI is not None:
+        acc = tl.minimum(acc, CLAMP_HI)
+    return acc
+
+
+@triton.jit
 def kiln_conv2d(
-    x_ptr, w_ptr, bias_ptr, y_ptr,
+    x_ptr, w_ptr, scale_ptr, shift_ptr, y_ptr,
     BATCH: tl.constexpr, H: tl.constexpr, W: tl.constexpr, C: tl.constexpr,
     K_OUT: tl.constexpr, R: tl.constexpr, S: tl.constexpr, P: tl.constexpr, Q: tl.constexpr,
     STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,
@@ -88,7 +106,7 @@ def kiln_conv2d(
     W_SK: tl.constexpr, W_SC: tl.constexpr, W_SR: tl.constexpr, W_SS: tl.constexpr,
     Y_SN: tl.constexpr, Y_SK: tl.constexpr, Y_SP: tl.constexpr, Y_SQ: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    PRECISION: tl.constexpr, CHANNEL_STEPS: tl.constexpr,
+    PRECISION: tl.constexpr, CHANNEL_STEPS: tl.constexpr, CLAMP_LO: tl.constexpr, CLAMP_HI: tl.constexpr,
 ):  # fmt: skip
     """Implicit GEMM: rows are output pixels (n, p, q), columns output channels, the reduction runs over
     (r, s, c). With CHANNEL_STEPS (C >= BLOCK_K), one loop step is one filter tap (r, s) and BLOCK_K
@@ -141,10 +159,60 @@ def kiln_conv2d(
             b_ptrs = w_cols[None, :] + (r * W_SR + s * W_SS + c * W_SC)[:, None]
             b = tl.load(b_ptrs, mask=live[:, None], other=0.0)
             acc = tl.dot(a, b, acc, input_precision=PRECISION)
-    if bias_ptr is not None:
-        acc += tl.load(bias_ptr + safe_cols).to(tl.float32)[None, :]
+    acc = _channel_epilogue(acc, safe_cols, scale_ptr, shift_ptr, CLAMP_LO, CLAMP_HI)
     y_ptrs = y_ptr + (image * Y_SN + p * Y_SP + q * Y_SQ)[:, None] + cols[None, :] * Y_SK
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < K_OUT))
+
+
+@triton.jit
+def kiln_depthwise_conv2d(
+    x_ptr, w_ptr, scale_ptr, shift_ptr, y_ptr,
+    BATCH: tl.constexpr, H: tl.constexpr, W: tl.constexpr, C: tl.constexpr,
+    R: tl.constexpr, S: tl.constexpr, P: tl.constexpr, Q: tl.constexpr,
+    STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr, PAD_H: tl.constexpr, PAD_W: tl.constexpr,
+    DIL_H: tl.constexpr, DIL_W: tl.constexpr,
+    X_SN: tl.constexpr, X_SC: tl.constexpr, X_SH: tl.constexpr, X_SW: tl.constexpr,
+    W_SC: tl.constexpr, W_SR: tl.constexpr, W_SS: tl.constexpr,
+    Y_SN: tl.constexpr, Y_SC: tl.constexpr, Y_SP: tl.constexpr, Y_SQ: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CLAMP_LO: tl.constexpr, CLAMP_HI: tl.constexpr,
+):  # fmt: skip
+    """A depthwise convolution (one R x S filter per channel): a BLOCK_M x BLOCK_N tile of output
+    pixels (n, p, q) by channels, each the sum over the filter's taps of input times weight in f32
+    FMAs; no tensor cores, since nothing is summed across channels. In NHWC a tap's loads run along
+    the channels. Taps outside the image read as zero (padding). Without weights (w_ptr None) it is
+    a max pooling: the maximum over the window, taps outside reading as -inf."""
+    M: tl.constexpr = BATCH * P * Q
+    pid = tl.program_id(0)
+    tiles_n: tl.constexpr = tl.cdiv(C, BLOCK_N)
+    rows = (pid // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = (pid % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+    live = cols < C
+    image = rows // (P * Q)
+    p = (rows // Q) % P
+    q = rows % Q
+    h0 = p * STRIDE_H - PAD_H
+    w0 = q * STRIDE_W - PAD_W
+    x_rows = x_ptr + image * X_SN
+    if w_ptr is None:
+        acc = tl.full((BLOCK_M, BLOCK_N), float("-inf"), dtype=tl.float32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for r in tl.static_range(R):
+        for s in tl.static_range(S):
+            h = h0 + r * DIL_H
+            w = w0 + s * DIL_W
+            inside = (rows < M) & (h >= 0) & (h < H) & (w >= 0) & (w < W)
+            x_ptrs = x_rows[:, None] + (h * X_SH + w * X_SW)[:, None] + cols[None, :] * X_SC
+            if w_ptr is None:
+                x = tl.load(x_ptrs, mask=inside[:, None] & live[None, :], other=float("-inf"))
+                acc = tl.maximum(acc, x.to(tl.float32), propagate_nan=tl.PropagateNan.ALL)  # as PyTorch does
+            else:
+                x = tl.load(x_ptrs, mask=inside[:, None] & live[None, :], other=0.0)
+                tap = tl.load(w_ptr + cols * W_SC + r * W_SR + s * W_SS, mask=live, other=0.0)
+                acc += x.to(tl.float32) * tap.to(tl.float32)[None, :]
+    acc = _channel_epilogue(acc, tl.where(live, cols, 0), scale_ptr, shift_ptr, CLAMP_LO, CLAMP_HI)
+    y_ptrs = y_ptr + (image * Y_SN + p * Y_SP + q * Y_SQ)[:, None] + cols[None, :] * Y_SC
+    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=(rows[:, None] < M) & live[None, :])
 
 
 @triton.jit

@@ -1,7 +1,8 @@
 """Every kind of contraction kiln's GPU kernels take, in one small model (tests/test_kernels.py).
 
-A 3-channel stem convolution (stride 2: the kernels read it in NCHW), batch norm and ReLU, a 3x3
-convolution (NHWC kernel), a 1x1 convolution with a bias, a strided 1x1 convolution, a bmm of tokens
+A 3-channel stem convolution (stride 2: the kernels read it in NCHW and write NHWC), batch norm and
+ReLU (the kernel's epilogue), a 3x3 max pooling, a 3x3 convolution (NHWC kernel) and ReLU, a 1x1 convolution with a bias (added
+outside the kernel), a depthwise 3x3 convolution with a bias and ReLU6, a strided 1x1 convolution, a bmm of tokens
 by one weight broadcast over the batch (one matmul to kiln), a Linear layer (W[N, K]) and a product
 of two activations (B as [K, N]). Weights are small, so the stage dumps keep them. Takes `dtype` and
 `batch` like the benchmark suite's model files.
@@ -21,14 +22,16 @@ class Contractions(nn.Module):
         self.norm = nn.BatchNorm2d(16)
         self.conv = nn.Conv2d(16, 32, 3, padding=1, bias=False)
         self.pointwise = nn.Conv2d(32, 32, 1)
+        self.depthwise = nn.Conv2d(32, 32, 3, padding=1, groups=32)
         self.down = nn.Conv2d(32, 16, 1, stride=2, bias=False)
         self.projection = nn.Parameter(torch.randn(24, 16) / 4)
         self.fc = nn.Linear(256, 10)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        h = torch.relu(self.norm(self.stem(x)))
+        h = nn.functional.max_pool2d(torch.relu(self.norm(self.stem(x))), 3, stride=1, padding=1)
         h = torch.relu(self.conv(h))
         h = h + self.pointwise(h)
+        h = h + nn.functional.relu6(self.depthwise(h))
         d = self.down(h)  # [N, 16, 4, 4]
         tokens = d.flatten(2).transpose(1, 2)  # [N, 16 tokens, 16 channels]
         weight = self.projection.t().expand(tokens.shape[0], 16, 24)

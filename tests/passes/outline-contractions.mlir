@@ -45,7 +45,7 @@ module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff 
 // CHECK-NOT:     torch.aten.permute
 // CHECK:         torch.aten.mm %arg0, %arg1
 // CHECK:       func.func private @kiln_conv2d_0
-// CHECK-SAME:    kiln.contraction = {bias = false, c = 3 : i64, dilation = [1, 1], dtype = "f32", h = 16 : i64, k_out = 8 : i64, kind = "conv2d", n = 1 : i64, out_dtype = "f32", padding = [1, 1], precision = "tf32", r = 3 : i64, s = 3 : i64, stride = [2, 2], w = 16 : i64}
+// CHECK-SAME:    kiln.contraction = {bias = false, c = 3 : i64, dilation = [1, 1], dtype = "f32", groups = 1 : i64, h = 16 : i64, k_out = 8 : i64, kind = "conv2d", n = 1 : i64, out_dtype = "f32", padding = [1, 1], precision = "tf32", r = 3 : i64, s = 3 : i64, stride = [2, 2], w = 16 : i64}
 // CHECK:         %[[Y:.*]] = torch.aten.convolution %arg0, %arg1, %none
 // CHECK-NEXT:    return %[[Y]]
 module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on", kiln.matmul_precision = "high", kiln.conv_precision = "high"} {
@@ -95,7 +95,115 @@ module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff 
 
 // -----
 
-// Must not fire: a depthwise convolution (groups 4, not a GEMM), dynamic shapes, a mixed-precision mm
+// A depthwise convolution (groups = channels, one 3x3 filter each; MobileNet's), bf16 and f32: the
+// f32 one computes in plain f32 FMAs ("ieee"), whatever the convolution precision.
+// CHECK-LABEL: func.func @depthwise
+// CHECK:         call @kiln_conv2d_0(%arg0, %arg1) : (!torch.vtensor<[2,32,8,8],bf16>, !torch.vtensor<[32,1,3,3],bf16>) -> !torch.vtensor<[2,32,4,4],bf16>
+// CHECK:         call @kiln_conv2d_1(%arg2, %arg3) : (!torch.vtensor<[2,32,8,8],f32>, !torch.vtensor<[32,1,3,3],f32>) -> !torch.vtensor<[2,32,4,4],f32>
+// CHECK:       func.func private @kiln_conv2d_0
+// CHECK-SAME:    c = 32 : i64, {{.*}} dtype = "bf16", groups = 32 : i64, {{.*}} k_out = 32 : i64, kind = "conv2d", {{.*}} precision = "", {{.*}} stride = [2, 2]
+// CHECK:         %[[G:.*]] = torch.constant.int 32
+// CHECK:         torch.aten.convolution %arg0, %arg1, %none, {{.*}}, %[[G]]
+// CHECK:       func.func private @kiln_conv2d_1
+// CHECK-SAME:    dtype = "f32", groups = 32 : i64, {{.*}} precision = "ieee"
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on"} {
+  func.func @depthwise(%x: !torch.vtensor<[2,32,8,8],bf16>, %w: !torch.vtensor<[32,1,3,3],bf16>, %x32: !torch.vtensor<[2,32,8,8],f32>, %w32: !torch.vtensor<[32,1,3,3],f32>) -> (!torch.vtensor<[2,32,4,4],bf16>, !torch.vtensor<[2,32,4,4],f32>) {
+    %none = torch.constant.none
+    %false = torch.constant.bool false
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int2 = torch.constant.int 2
+    %int32 = torch.constant.int 32
+    %twos = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+    %ones = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+    %zeros = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %y = torch.aten.convolution %x, %w, %none, %twos, %ones, %ones, %false, %zeros, %int32 : !torch.vtensor<[2,32,8,8],bf16>, !torch.vtensor<[32,1,3,3],bf16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[2,32,4,4],bf16>
+    %y32 = torch.aten.convolution %x32, %w32, %none, %twos, %ones, %ones, %false, %zeros, %int32 : !torch.vtensor<[2,32,8,8],f32>, !torch.vtensor<[32,1,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[2,32,4,4],f32>
+    return %y, %y32 : !torch.vtensor<[2,32,4,4],bf16>, !torch.vtensor<[2,32,4,4],f32>
+  }
+}
+
+// -----
+
+// A convolution's channel epilogue goes into its function: batch norm's per-channel steps (the
+// vectors [C, 1, 1] become operands), a rounding back to bf16, then ReLU6 as maximum/minimum by
+// constants. The call replaces the last of them; the body replays them after the convolution.
+// A convolution read twice keeps its epilogue outside (here: relu and an add of the result).
+// CHECK-LABEL: func.func @epilogue
+// CHECK:         %[[Y:.*]] = call @kiln_conv2d_0(%arg0, %arg1, %arg2, %arg3) : (!torch.vtensor<[1,8,4,4],bf16>, !torch.vtensor<[8,8,1,1],bf16>, !torch.vtensor<[8,1,1],f32>, !torch.vtensor<[8,1,1],bf16>) -> !torch.vtensor<[1,8,4,4],bf16>
+// CHECK-NOT:     torch.aten.minimum
+// CHECK:         %[[Z:.*]] = call @kiln_conv2d_0(%arg0, %arg1, %arg2, %arg3)
+// CHECK:         %[[T:.*]] = call @kiln_conv2d_1(%[[Z]], %arg1)
+// CHECK:         torch.aten.relu %[[T]]
+// CHECK:       func.func private @kiln_conv2d_0
+// CHECK-SAME:    clamp = [0.000000e+00, 6.000000e+00], {{.*}} epilogue = ["sub", "mul"], {{.*}} out_dtype = "bf16"
+// CHECK:         %[[C:.*]] = torch.aten.convolution %arg0, %arg1
+// CHECK:         %[[S:.*]] = torch.aten.sub.Tensor %[[C]], %arg2
+// CHECK:         %[[M:.*]] = torch.aten.mul.Tensor %[[S]], %arg3
+// CHECK:         %[[R:.*]] = torch.aten.to.dtype %[[M]]
+// CHECK:         %[[LO:.*]] = torch.aten.maximum %[[R]]
+// CHECK:         %[[HI:.*]] = torch.aten.minimum %{{.*}}, %[[LO]]
+// CHECK-NEXT:    return %[[HI]]
+// CHECK:       func.func private @kiln_conv2d_1
+// CHECK-NOT:     epilogue
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on"} {
+  func.func @epilogue(%x: !torch.vtensor<[1,8,4,4],bf16>, %w: !torch.vtensor<[8,8,1,1],bf16>, %mean: !torch.vtensor<[8,1,1],f32>, %gamma: !torch.vtensor<[8,1,1],bf16>) -> (!torch.vtensor<[1,8,4,4],bf16>, !torch.vtensor<[1,8,4,4],bf16>) {
+    %none = torch.constant.none
+    %false = torch.constant.bool false
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int15 = torch.constant.int 15
+    %zero = torch.vtensor.literal(dense<0.000000e+00> : tensor<bf16>) : !torch.vtensor<[],bf16>
+    %six = torch.vtensor.literal(dense<6.000000e+00> : tensor<bf16>) : !torch.vtensor<[],bf16>
+    %ones = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+    %zeros = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %y = torch.aten.convolution %x, %w, %none, %ones, %zeros, %ones, %false, %zeros, %int1 : !torch.vtensor<[1,8,4,4],bf16>, !torch.vtensor<[8,8,1,1],bf16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[1,8,4,4],bf16>
+    %s = torch.aten.sub.Tensor %y, %mean, %int1 : !torch.vtensor<[1,8,4,4],bf16>, !torch.vtensor<[8,1,1],f32>, !torch.int -> !torch.vtensor<[1,8,4,4],f32>
+    %m = torch.aten.mul.Tensor %s, %gamma : !torch.vtensor<[1,8,4,4],f32>, !torch.vtensor<[8,1,1],bf16> -> !torch.vtensor<[1,8,4,4],f32>
+    %r = torch.aten.to.dtype %m, %int15, %false, %false, %none : !torch.vtensor<[1,8,4,4],f32>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[1,8,4,4],bf16>
+    %lo = torch.aten.maximum %r, %zero : !torch.vtensor<[1,8,4,4],bf16>, !torch.vtensor<[],bf16> -> !torch.vtensor<[1,8,4,4],bf16>
+    %hi = torch.aten.minimum %six, %lo : !torch.vtensor<[],bf16>, !torch.vtensor<[1,8,4,4],bf16> -> !torch.vtensor<[1,8,4,4],bf16>
+    %y2 = torch.aten.convolution %x, %w, %none, %ones, %zeros, %ones, %false, %zeros, %int1 : !torch.vtensor<[1,8,4,4],bf16>, !torch.vtensor<[8,8,1,1],bf16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[1,8,4,4],bf16>
+    %s2 = torch.aten.sub.Tensor %y2, %mean, %int1 : !torch.vtensor<[1,8,4,4],bf16>, !torch.vtensor<[8,1,1],f32>, !torch.int -> !torch.vtensor<[1,8,4,4],f32>
+    %m2 = torch.aten.mul.Tensor %s2, %gamma : !torch.vtensor<[1,8,4,4],f32>, !torch.vtensor<[8,1,1],bf16> -> !torch.vtensor<[1,8,4,4],f32>
+    %r2 = torch.aten.to.dtype %m2, %int15, %false, %false, %none : !torch.vtensor<[1,8,4,4],f32>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[1,8,4,4],bf16>
+    %lo2 = torch.aten.maximum %r2, %zero : !torch.vtensor<[1,8,4,4],bf16>, !torch.vtensor<[],bf16> -> !torch.vtensor<[1,8,4,4],bf16>
+    %hi2 = torch.aten.minimum %six, %lo2 : !torch.vtensor<[],bf16>, !torch.vtensor<[1,8,4,4],bf16> -> !torch.vtensor<[1,8,4,4],bf16>
+    %twice = torch.aten.convolution %hi2, %w, %none, %ones, %zeros, %ones, %false, %zeros, %int1 : !torch.vtensor<[1,8,4,4],bf16>, !torch.vtensor<[8,8,1,1],bf16>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[1,8,4,4],bf16>
+    %relu = torch.aten.relu %twice : !torch.vtensor<[1,8,4,4],bf16> -> !torch.vtensor<[1,8,4,4],bf16>
+    %sum = torch.aten.add.Tensor %relu, %twice, %int1 : !torch.vtensor<[1,8,4,4],bf16>, !torch.vtensor<[1,8,4,4],bf16>, !torch.int -> !torch.vtensor<[1,8,4,4],bf16>
+    return %hi, %sum : !torch.vtensor<[1,8,4,4],bf16>, !torch.vtensor<[1,8,4,4],bf16>
+  }
+}
+
+// -----
+
+// Max pooling (floor mode) is outlined like a convolution; ceil mode is left to IREE.
+// CHECK-LABEL: func.func @max_pool
+// CHECK:         call @kiln_maxpool2d_0(%arg0) : (!torch.vtensor<[2,16,8,8],f32>) -> !torch.vtensor<[2,16,4,4],f32>
+// CHECK:         torch.aten.max_pool2d %arg0, {{.*}}, %true
+// CHECK:       func.func private @kiln_maxpool2d_0
+// CHECK-SAME:    kiln.contraction = {c = 16 : i64, dilation = [1, 1], dtype = "f32", h = 8 : i64, kind = "maxpool2d", n = 2 : i64, padding = [1, 1], r = 3 : i64, s = 3 : i64, stride = [2, 2], w = 8 : i64}
+// CHECK:         torch.aten.max_pool2d %arg0
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on"} {
+  func.func @max_pool(%x: !torch.vtensor<[2,16,8,8],f32>) -> (!torch.vtensor<[2,16,4,4],f32>, !torch.vtensor<[2,16,5,5],f32>) {
+    %false = torch.constant.bool false
+    %true = torch.constant.bool true
+    %int1 = torch.constant.int 1
+    %int2 = torch.constant.int 2
+    %int3 = torch.constant.int 3
+    %window = torch.prim.ListConstruct %int3, %int3 : (!torch.int, !torch.int) -> !torch.list<int>
+    %twos = torch.prim.ListConstruct %int2, %int2 : (!torch.int, !torch.int) -> !torch.list<int>
+    %ones = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+    %y = torch.aten.max_pool2d %x, %window, %twos, %ones, %ones, %false : !torch.vtensor<[2,16,8,8],f32>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool -> !torch.vtensor<[2,16,4,4],f32>
+    %z = torch.aten.max_pool2d %x, %window, %twos, %ones, %ones, %true : !torch.vtensor<[2,16,8,8],f32>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool -> !torch.vtensor<[2,16,5,5],f32>
+    return %y, %z : !torch.vtensor<[2,16,4,4],f32>, !torch.vtensor<[2,16,5,5],f32>
+  }
+}
+
+// -----
+
+// Must not fire: a grouped convolution that is not depthwise (2 channels a group), dynamic shapes, a mixed-precision mm
 // (only one operand upcast).
 // CHECK-LABEL: func.func @not_eligible
 // CHECK-NOT:     call @kiln
@@ -104,16 +212,16 @@ module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff 
 // CHECK:         torch.aten.mm
 // CHECK-NOT:   func.func private
 module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on"} {
-  func.func @not_eligible(%x: !torch.vtensor<[1,4,8,8],f32>, %w: !torch.vtensor<[4,1,3,3],f32>, %a: !torch.vtensor<[?,64],f32>, %b: !torch.vtensor<[64,32],f32>, %c: !torch.vtensor<[8,64],f32>, %d: !torch.vtensor<[64,32],bf16>) -> (!torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[?,32],f32>, !torch.vtensor<[8,32],f32>) {
+  func.func @not_eligible(%x: !torch.vtensor<[1,4,8,8],f32>, %w: !torch.vtensor<[4,2,3,3],f32>, %a: !torch.vtensor<[?,64],f32>, %b: !torch.vtensor<[64,32],f32>, %c: !torch.vtensor<[8,64],f32>, %d: !torch.vtensor<[64,32],bf16>) -> (!torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[?,32],f32>, !torch.vtensor<[8,32],f32>) {
     %none = torch.constant.none
     %false = torch.constant.bool false
     %int0 = torch.constant.int 0
     %int1 = torch.constant.int 1
-    %int4 = torch.constant.int 4
+    %int2 = torch.constant.int 2
     %int6 = torch.constant.int 6
     %ones = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
     %zeros = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
-    %y = torch.aten.convolution %x, %w, %none, %ones, %ones, %ones, %false, %zeros, %int4 : !torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[4,1,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[1,4,8,8],f32>
+    %y = torch.aten.convolution %x, %w, %none, %ones, %ones, %ones, %false, %zeros, %int2 : !torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[4,2,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[1,4,8,8],f32>
     %mm = torch.aten.mm %a, %b : !torch.vtensor<[?,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[?,32],f32>
     %d32 = torch.aten.to.dtype %d, %int6, %false, %false, %none : !torch.vtensor<[64,32],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[64,32],f32>
     %mixed = torch.aten.mm %c, %d32 : !torch.vtensor<[8,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[8,32],f32>
