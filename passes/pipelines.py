@@ -80,6 +80,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
         (
             "torch-to-linalg",
             "fold-truncf-constants",  # float scalars truncated on the host, which llvm-cpu cannot compile with f64 kept
+            "depthwise-to-nhwc",  # llvm-cpu only
         ),
     ),
     PassGroup(

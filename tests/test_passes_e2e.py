@@ -64,6 +64,10 @@ CASES: dict[str, tuple[Callable[..., object], tuple[Callable[[], torch.Tensor], 
         lambda x, w: (F.conv2d(torch.relu(x + 1), w, stride=(2, 3)), F.conv3d(x.unsqueeze(2), w.unsqueeze(2), stride=2)),
         (lambda: floats(2, 8, 7, 9), lambda: floats(16, 8, 1, 1)),
     ),
+    "depthwise-to-nhwc": (  # MobileNet's padded 3x3 (strided here) after an op, and an unpadded dilated one
+        lambda x, w: (F.conv2d(torch.relu(x), w, stride=(2, 1), padding=1, groups=8), F.conv2d(x, w, dilation=2, groups=8)),
+        (lambda: floats(2, 8, 9, 7), lambda: floats(8, 1, 3, 3)),
+    ),
     "fuse-elementwise": (
         lambda x, b: torch.exp(x + b) * (x + b) - torch.tanh(x) / 2,
         (lambda: floats(4, 8), lambda: floats(8)),
