@@ -22,7 +22,7 @@ import math
 import numpy as np
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun
+from .pass_api import Pass, PassRun, ops_named
 from .torch_build import (
     constant_bool,
     constant_ints,
@@ -53,16 +53,9 @@ class Builder:
 
 
 def run(module: ir.Operation, pass_run: PassRun) -> None:
-    found: list[ir.Operation] = []
-
-    def collect(op: ir.Operation) -> ir.WalkResult:
-        if op.name in POOLS and list(op.results[1].uses):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.walk(collect)
-    for op in found:
-        decompose(op)
+    for op in ops_named(module, POOLS):
+        if list(op.results[1].uses):
+            decompose(op)
 
 
 def decompose(op: ir.Operation) -> None:

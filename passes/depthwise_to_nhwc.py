@@ -18,7 +18,7 @@ from __future__ import annotations
 from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 
-from .pass_api import Pass, PassRun
+from .pass_api import Pass, PassRun, ops_named
 
 NCHW_TO_NHWC, NHWC_TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 
@@ -27,15 +27,7 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
     target = module.attributes["kiln.target"] if "kiln.target" in module.attributes else None
     if not isinstance(target, ir.StringAttr) or target.value != "llvm-cpu":
         return
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name == "linalg.depthwise_conv_2d_nchw_chw":
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.walk(visit)
-    for op in found:
+    for op in ops_named(module, ("linalg.depthwise_conv_2d_nchw_chw",)):
         _to_nhwc(op)
 
 

@@ -52,7 +52,7 @@ from typing import Any
 
 from torch_mlir import ir
 
-from .pass_api import Pass, PassRun
+from .pass_api import Pass, PassRun, ops_named
 from .strided_views import LAYOUT_OPS, StridedView, integer_arguments, strided_view
 from .torch_build import constant_ints, static_type
 from .torch_ir import defining_op, is_none, number, producer, splat, tensor_type, vtensor
@@ -105,9 +105,9 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
         return
     outliner = _Outliner(module, *precisions)
     for function in [op for op in _body(module) if op.name == "func.func" and ATTRIBUTE not in op.attributes]:
-        for op in _ops(function, ("torch.aten.bmm",)):
+        for op in ops_named(function, ("torch.aten.bmm",)):
             _bmm_as_mm(op)
-        for op in _ops(function, ("torch.aten.mm", "torch.aten.convolution", "torch.aten.max_pool2d", "torch.aten.scaled_dot_product_attention")):
+        for op in ops_named(function, ("torch.aten.mm", "torch.aten.convolution", "torch.aten.max_pool2d", "torch.aten.scaled_dot_product_attention")):
             outliner.outline(op)
 
 
@@ -675,18 +675,6 @@ def _body(module: ir.Operation) -> list[ir.Operation]:
 
 def _module_block(module: ir.Operation) -> ir.Block:
     return module.regions[0].blocks[0]
-
-
-def _ops(function: ir.Operation, names: tuple[str, ...]) -> list[ir.Operation]:
-    found: list[ir.Operation] = []
-
-    def visit(op: ir.Operation) -> ir.WalkResult:
-        if op.name in names:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    function.walk(visit)
-    return found
 
 
 def _fresh(stem: str, taken: set[str]) -> str:

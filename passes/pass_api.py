@@ -8,7 +8,7 @@ an upgrade touches this file alone.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -94,6 +94,20 @@ _OP_NAMES = (
     re.compile(r"operation '([\w.]+)'"),
     re.compile(r"'([\w.]+)' op"),
 )
+
+
+def ops_named(root: ir.Operation, names: Collection[str]) -> list[ir.Operation]:
+    """The ops under `root` named one of `names`, in walk order: collected first, so a pass can
+    rewrite them without walking what it changes."""
+    found: list[ir.Operation] = []
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        if op.name in names:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return found
 
 
 def parse_module(text: str) -> ir.Module:

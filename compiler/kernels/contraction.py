@@ -70,8 +70,28 @@ class Matmul:
         return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-nk"
 
 
+class _Window:
+    """The output size of a 2-D window (convolution or pooling, floor mode) over an h x w input."""
+
+    h: int
+    w: int
+    r: int
+    s: int
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+
+    @property
+    def p(self) -> int:
+        return (self.h + 2 * self.padding[0] - self.dilation[0] * (self.r - 1) - 1) // self.stride[0] + 1
+
+    @property
+    def q(self) -> int:
+        return (self.w + 2 * self.padding[1] - self.dilation[1] * (self.s - 1) - 1) // self.stride[1] + 1
+
+
 @dataclass(frozen=True)
-class Conv2d:
+class Conv2d(_Window):
     """y = conv2d(x, w) in PyTorch's NCHW/KCRS; `layout` is how the kernel reads it: "nchw" (the tensors
     as they are) or "nhwc" (activations and result transposed to NHWC and the weights to KRSC around
     the kernel). 16-bit inputs accumulate in f32; f32 runs with `precision`. `groups` is 1 (an implicit
@@ -119,14 +139,6 @@ class Conv2d:
     @property
     def shifts(self) -> bool:
         return self.fused and (self.bias or any(step in ("add", "sub") for step in self.epilogue))
-
-    @property
-    def p(self) -> int:
-        return (self.h + 2 * self.padding[0] - self.dilation[0] * (self.r - 1) - 1) // self.stride[0] + 1
-
-    @property
-    def q(self) -> int:
-        return (self.w + 2 * self.padding[1] - self.dilation[1] * (self.s - 1) - 1) // self.stride[1] + 1
 
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
         """The kernel's operands in its layout (without the bias, which is added outside it)."""
@@ -182,7 +194,7 @@ class Conv2d:
 
 
 @dataclass(frozen=True)
-class MaxPool2d:
+class MaxPool2d(_Window):
     """y = max_pool2d(x) in PyTorch's NCHW (floor mode; padding reads as -inf), read by the depthwise
     stencil kernel with a maximum for the sum and no weights; `layout` as Conv2d's."""
 
@@ -202,14 +214,6 @@ class MaxPool2d:
     @property
     def out_dtype(self) -> str:
         return self.dtype
-
-    @property
-    def p(self) -> int:
-        return (self.h + 2 * self.padding[0] - self.dilation[0] * (self.r - 1) - 1) // self.stride[0] + 1
-
-    @property
-    def q(self) -> int:
-        return (self.w + 2 * self.padding[1] - self.dilation[1] * (self.s - 1) - 1) // self.stride[1] + 1
 
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
         return ((self.n, self.h, self.w, self.c) if self.layout == "nhwc" else (self.n, self.c, self.h, self.w),)

@@ -80,6 +80,16 @@ def kiln_matmul(
 
 
 @triton.jit
+def _output_pixels(rows, P: tl.constexpr, Q: tl.constexpr, STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr,
+                   PAD_H: tl.constexpr, PAD_W: tl.constexpr):  # fmt: skip
+    """Flat output pixel indices -> (image, p, q) and the input row and column of their first tap."""
+    image = rows // (P * Q)
+    p = (rows // Q) % P
+    q = rows % Q
+    return image, p, q, p * STRIDE_H - PAD_H, q * STRIDE_W - PAD_W
+
+
+@triton.jit
 def _channel_epilogue(acc, channels, scale_ptr, shift_ptr, CLAMP_LO: tl.constexpr, CLAMP_HI: tl.constexpr):
     """A convolution's fused epilogue on its f32 tile (columns are `channels`): times scale[channel],
     plus shift[channel] (batch norm, a bias), clamped to [CLAMP_LO, CLAMP_HI] (ReLU, ReLU6). Each part
@@ -117,11 +127,7 @@ def kiln_conv2d(
     rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
     safe_cols = tl.where(cols < K_OUT, cols, 0)
-    image = rows // (P * Q)
-    p = (rows // Q) % P
-    q = rows % Q
-    h0 = p * STRIDE_H - PAD_H
-    w0 = q * STRIDE_W - PAD_W
+    image, p, q, h0, w0 = _output_pixels(rows, P, Q, STRIDE_H, STRIDE_W, PAD_H, PAD_W)
     x_rows = x_ptr + image * X_SN
     w_cols = w_ptr + safe_cols * W_SK
     ks = tl.arange(0, BLOCK_K)
@@ -187,11 +193,7 @@ def kiln_depthwise_conv2d(
     rows = (pid // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
     cols = (pid % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
     live = cols < C
-    image = rows // (P * Q)
-    p = (rows // Q) % P
-    q = rows % Q
-    h0 = p * STRIDE_H - PAD_H
-    w0 = q * STRIDE_W - PAD_W
+    image, p, q, h0, w0 = _output_pixels(rows, P, Q, STRIDE_H, STRIDE_W, PAD_H, PAD_W)
     x_rows = x_ptr + image * X_SN
     if w_ptr is None:
         acc = tl.full((BLOCK_M, BLOCK_N), float("-inf"), dtype=tl.float32)
