@@ -6,10 +6,13 @@ tiles: compiler/kernels/tiles.py chooses them by a heuristic. This times that he
 device's Triton JIT-compiles the same source), next to torch's depthwise convolution in NCHW and in
 channels-last, and checks each result against torch's. Needs torch with CUDA and Triton:
 
-    python3 benchmarks/depthwise_tiles.py -o depthwise-h100.json
+    python3 benchmarks/depthwise_tiles.py -o depthwise-h100.json      # on the GPU machine
+    python benchmarks/depthwise_tiles.py --summary results/depthwise-h100.json   # here: DEPTHWISE.md
 
 prints one table row per shape and configuration: ms, GB/s (input read once, output written once),
-and the relative L2 error against torch in f32.
+and the relative L2 error against torch in f32. `--summary` writes benchmarks/DEPTHWISE.md from a
+saved run: per shape, torch's times, kiln's default tiles (as tiles.py chooses them now) and the
+fastest tiles timed.
 """
 
 from __future__ import annotations
@@ -31,6 +34,38 @@ from kiln.compiler.kernels.tiles import Tiles, depthwise_candidates
 # (batch, channels, size, stride): the suite's mobilenet_block, then MobileNetV2's depthwise layers at batch 32
 SHAPES = [(64, 192, 56, 56, 1), (1, 192, 56, 56, 1), (32, 96, 112, 112, 2), (32, 144, 56, 56, 1), (32, 384, 14, 14, 1), (32, 960, 7, 7, 1)]
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+SUMMARY = Path(__file__).with_name("DEPTHWISE.md")
+
+
+def shapes() -> list[Conv2d]:
+    """The timed convolutions, as kiln describes them."""
+    return [
+        Conv2d(n, c, h, w, c, 3, 3, (stride, stride), (1, 1), (1, 1), dtype, dtype, "ieee" if dtype == "f32" else "", layout="nhwc", groups=c)
+        for n, c, h, w, stride in SHAPES
+        for dtype in DTYPES
+    ]
+
+
+def summarize(run: dict, source: Path) -> str:
+    """DEPTHWISE.md: per shape, torch's two layouts, kiln's default tiles and the fastest tiles timed."""
+    lines = [
+        f"# kiln's depthwise kernel against torch ({run['gpu']})",
+        "",
+        f"From `{source.name}` (`python3 benchmarks/depthwise_tiles.py` on the GPU machine); ms per call,",
+        "CUDA events, median of 50. kiln's default is the tiles compiler/kernels/tiles.py chooses now.",
+        "",
+        "| shape | torch NCHW | torch channels-last | kiln default (tiles) | fastest kiln (tiles) | default / channels-last |",
+        "|---|---|---|---|---|---|",
+    ]
+    for conv in shapes():
+        timed = {row["config"].removesuffix(" (default)"): row["ms"] for row in run["rows"] if row["shape"] == conv.label and row["dtype"] == conv.dtype}
+        default = depthwise_candidates(conv)[0].label
+        best = min((config for config in timed if not config.startswith("torch")), key=timed.get)
+        lines.append(
+        f"| {conv.label} | {timed['torch nchw']:.4f} | {timed['torch channels_last']:.4f} | "
+        f"{timed[default]:.4f} ({default}) | {timed[best]:.4f} ({best}) | {timed[default] / timed['torch channels_last']:.2f}x |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def cuda_ms(fn, iterations: int = 50) -> float:
@@ -58,31 +93,34 @@ def launcher(conv: Conv2d, tiles: Tiles, x: torch.Tensor, w: torch.Tensor, y: to
 
 @click.command()
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the rows as JSON too.")
-def main(output: Path | None) -> None:
+@click.option("--summary", type=click.Path(exists=True, path_type=Path), help="Write DEPTHWISE.md from this saved run instead.")
+def main(output: Path | None, summary: Path | None) -> None:
+    if summary is not None:
+        SUMMARY.write_text(summarize(json.loads(summary.read_text()), summary))
+        click.echo(f"wrote {SUMMARY}")
+        return
     rows = []
-    for n, c, h, w, stride in SHAPES:
-        for dtype_name, dtype in DTYPES.items():
-            conv = Conv2d(n, c, h, w, c, 3, 3, (stride, stride), (1, 1), (1, 1), dtype_name, dtype_name,
-                          "ieee" if dtype_name == "f32" else "", layout="nhwc", groups=c)  # fmt: skip
-            x = torch.randn(n, c, h, w, device="cuda", dtype=dtype)
-            weight = torch.randn(c, 1, 3, 3, device="cuda", dtype=dtype)
-            reference = F.conv2d(x.float(), weight.float(), stride=stride, padding=1, groups=c)
-            moved = (x.numel() + reference.numel()) * x.element_size()
-            x_last = x.contiguous(memory_format=torch.channels_last)
-            for name, given in (("torch nchw", x), ("torch channels_last", x_last)):
-                ms = cuda_ms(functools.partial(F.conv2d, given, weight, stride=stride, padding=1, groups=c))
-                rows.append(dict(shape=conv.label, dtype=dtype_name, config=name, ms=ms, error=None, bytes=moved))
-            x_nhwc = x.permute(0, 2, 3, 1).contiguous()
-            w_crs = weight.reshape(c, 9).contiguous()
-            y = torch.empty(n, conv.p, conv.q, c, device="cuda", dtype=dtype)
-            candidates = depthwise_candidates(conv)
-            for tiles in [*candidates, *(replace(t, num_warps=8) for t in candidates)]:
-                run = launcher(conv, tiles, x_nhwc, w_crs, y)
-                run()
-                got = y.permute(0, 3, 1, 2).float()
-                error = ((got - reference).norm() / reference.norm()).item()
-                label = tiles.label + (" (default)" if tiles == candidates[0] else "")
-                rows.append(dict(shape=conv.label, dtype=dtype_name, config=label, ms=cuda_ms(run), error=error, bytes=moved))
+    for conv in shapes():
+        n, c, h, w, stride, dtype_name, dtype = conv.n, conv.c, conv.h, conv.w, conv.stride[0], conv.dtype, DTYPES[conv.dtype]
+        x = torch.randn(n, c, h, w, device="cuda", dtype=dtype)
+        weight = torch.randn(c, 1, 3, 3, device="cuda", dtype=dtype)
+        reference = F.conv2d(x.float(), weight.float(), stride=stride, padding=1, groups=c)
+        moved = (x.numel() + reference.numel()) * x.element_size()
+        x_last = x.contiguous(memory_format=torch.channels_last)
+        for name, given in (("torch nchw", x), ("torch channels_last", x_last)):
+            ms = cuda_ms(functools.partial(F.conv2d, given, weight, stride=stride, padding=1, groups=c))
+            rows.append(dict(shape=conv.label, dtype=dtype_name, config=name, ms=ms, error=None, bytes=moved))
+        x_nhwc = x.permute(0, 2, 3, 1).contiguous()
+        w_crs = weight.reshape(c, 9).contiguous()
+        y = torch.empty(n, conv.p, conv.q, c, device="cuda", dtype=dtype)
+        candidates = depthwise_candidates(conv)
+        for tiles in [*candidates, *(replace(t, num_warps=8) for t in candidates)]:
+            run = launcher(conv, tiles, x_nhwc, w_crs, y)
+            run()
+            got = y.permute(0, 3, 1, 2).float()
+            error = ((got - reference).norm() / reference.norm()).item()
+            label = tiles.label + (" (default)" if tiles == candidates[0] else "")
+            rows.append(dict(shape=conv.label, dtype=dtype_name, config=label, ms=cuda_ms(run), error=error, bytes=moved))
     print("| shape | config | ms | GB/s | rel L2 error |")
     print("|---|---|---|---|---|")
     for row in rows:
