@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import click
 import torch
 import torch.nn.functional as F
 
-from kiln.compiler.kernels.build import stencil_constants
+from kiln.compiler.kernels.build import stencil_constants, stencil_programs
 from kiln.compiler.kernels.contraction import Conv2d
 from kiln.compiler.kernels.tiles import Tiles, depthwise_candidates
 
@@ -86,7 +85,7 @@ def cuda_ms(fn, iterations: int = 50) -> float:
 def launcher(conv: Conv2d, tiles: Tiles, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor):
     from kiln.compiler.kernels.triton_source import kiln_depthwise_conv2d
 
-    programs = math.ceil(conv.n * conv.p * conv.q / tiles.block_m) * math.ceil(conv.c / tiles.block_n)
+    programs = stencil_programs(conv, tiles)
     constants = stencil_constants(conv, tiles)
     return lambda: kiln_depthwise_conv2d[(programs,)](x, w, None, None, y, **constants, num_warps=tiles.num_warps, num_stages=1)
 

@@ -115,10 +115,10 @@ def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
 
 
 def _compile_conv(conv: Conv2d, tiles: Tiles) -> Kernel:
-    if conv.p <= 0 or conv.q <= 0:
-        raise Unsupported("an empty output")
     if conv.depthwise:
         return _compile_stencil(conv, tiles, _conv_pointers(conv), "kiln_dwconv")
+    if conv.p <= 0 or conv.q <= 0:
+        raise Unsupported("an empty output")
     weight_layout = "krsc" if conv.layout == "nhwc" else "kcrs"
     x = _strides(conv.layout, dict(n=conv.n, h=conv.h, w=conv.w, c=conv.c))
     w = _strides(weight_layout, dict(k=conv.k_out, r=conv.r, s=conv.s, c=conv.c))
@@ -151,9 +151,13 @@ def _clamp(op: Conv2d | MaxPool2d) -> dict[str, float | None]:
 def _compile_stencil(op: Conv2d | MaxPool2d, tiles: Tiles, pointers: tuple[str, ...], prefix: str) -> Kernel:
     if op.p <= 0 or op.q <= 0:
         raise Unsupported("an empty output")
-    programs = math.ceil(op.n * op.p * op.q / tiles.block_m) * math.ceil(op.c / tiles.block_n)
     constants = stencil_constants(op, tiles)
-    return _compile("kiln_depthwise_conv2d", pointers, constants, op, tiles, (programs, 1, 1), prefix)
+    return _compile("kiln_depthwise_conv2d", pointers, constants, op, tiles, (stencil_programs(op, tiles), 1, 1), prefix)
+
+
+def stencil_programs(op: Conv2d | MaxPool2d, tiles: Tiles) -> int:
+    """kiln_depthwise_conv2d's launch: one program per tile of block_m output pixels by block_n channels."""
+    return math.ceil(op.n * op.p * op.q / tiles.block_m) * math.ceil(op.c / tiles.block_n)
 
 
 def stencil_constants(op: Conv2d | MaxPool2d, tiles: Tiles) -> dict[str, int | float | None]:

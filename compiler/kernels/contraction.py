@@ -89,6 +89,11 @@ class _Window:
     def q(self) -> int:
         return (self.w + 2 * self.padding[1] - self.dilation[1] * (self.s - 1) - 1) // self.stride[1] + 1
 
+    @property
+    def geometry(self) -> str:
+        """Stride, padding and (where not 1) dilation, as labels spell them: `s2p1`, `s1p2d2`."""
+        return f"s{self.stride[0]}p{self.padding[0]}" + (f"d{self.dilation[0]}" if self.dilation != (1, 1) else "")
+
 
 @dataclass(frozen=True)
 class Conv2d(_Window):
@@ -141,7 +146,8 @@ class Conv2d(_Window):
         return self.fused and (self.bias or any(step in ("add", "sub") for step in self.epilogue))
 
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
-        """The kernel's operands in its layout (without the bias, which is added outside it)."""
+        """The kernel's operands in its layout: input, weight, then the epilogue's scale and shift where
+        it has them (a bias alone is added outside the kernel)."""
         per_group = self.c // self.groups
         vectors = ((self.k_out,),) * (self.scales + self.shifts)  # the epilogue's scale and shift, f32
         if self.layout == "nhwc":
@@ -185,8 +191,7 @@ class Conv2d(_Window):
 
     def _name(self, layout: str, weight_layout: str) -> str:
         precision = f"-{self.precision}" if self.dtype == "f32" else ""
-        geometry = f"s{self.stride[0]}p{self.padding[0]}" + (f"d{self.dilation[0]}" if self.dilation != (1, 1) else "")
-        geometry += f"g{self.groups}" if self.groups != 1 else ""
+        geometry = self.geometry + (f"g{self.groups}" if self.groups != 1 else "")
         return (
             f"conv{self.n}x{self.c}x{self.h}x{self.w}-k{self.k_out}r{self.r}x{self.s}{geometry}-{self.dtype}{precision}"
             f"-{layout}-{weight_layout}"
@@ -215,6 +220,10 @@ class MaxPool2d(_Window):
     def out_dtype(self) -> str:
         return self.dtype
 
+    @property
+    def result_layout(self) -> str:
+        return self.layout
+
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
         return ((self.n, self.h, self.w, self.c) if self.layout == "nhwc" else (self.n, self.c, self.h, self.w),)
 
@@ -234,8 +243,7 @@ class MaxPool2d(_Window):
 
     @property
     def shape_key(self) -> str:
-        geometry = f"s{self.stride[0]}p{self.padding[0]}" + (f"d{self.dilation[0]}" if self.dilation != (1, 1) else "")
-        return f"maxpool{self.n}x{self.c}x{self.h}x{self.w}-r{self.r}x{self.s}{geometry}-{self.dtype}"
+        return f"maxpool{self.n}x{self.c}x{self.h}x{self.w}-r{self.r}x{self.s}{self.geometry}-{self.dtype}"
 
 
 @dataclass(frozen=True)

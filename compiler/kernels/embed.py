@@ -91,7 +91,7 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
     result_type = _vtensor(result_shape, out_dtype)
     if isinstance(described, Conv2d) and described.bias and not described.fused:  # added after the kernel
         result = body.add_bias(result, result_type, args[2], signature.operands[2], contraction)
-    if (isinstance(contraction, Conv2d) and contraction.result_layout == "nhwc") or (isinstance(contraction, MaxPool2d) and contraction.layout == "nhwc"):
+    if isinstance(contraction, (Conv2d, MaxPool2d)) and contraction.result_layout == "nhwc":
         result = body.permute(result, result_type, [0, 3, 1, 2])
     header = ", ".join(f"{arg}: {type_}" for arg, type_ in zip(args, signature.operands, strict=True))
     return (
