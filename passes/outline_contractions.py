@@ -100,18 +100,23 @@ def _broadcasts(shape: tuple[int, ...], full: tuple[int, ...]) -> bool:
 
 
 def run(module: ir.Operation, pass_run: PassRun) -> None:
-    precisions = _kernel_precisions(module)
+    precisions = kernel_precisions(module)
     if precisions is None:
         return
-    outliner = _Outliner(module, *precisions)
-    for function in [op for op in _body(module) if op.name == "func.func" and ATTRIBUTE not in op.attributes]:
+    outliner = Outliner(module)
+    for function in model_functions(module):
         for op in ops_named(function, ("torch.aten.bmm",)):
             _bmm_as_mm(op)
         for op in ops_named(function, ("torch.aten.mm", "torch.aten.convolution", "torch.aten.max_pool2d", "torch.aten.scaled_dot_product_attention")):
-            outliner.outline(op)
+            _outline(outliner, op, *precisions)
 
 
-def _kernel_precisions(module: ir.Operation) -> tuple[str, str] | None:
+def model_functions(module: ir.Operation) -> list[ir.Operation]:
+    """The module's functions other than those outlined already."""
+    return [op for op in _body(module) if op.name == "func.func" and ATTRIBUTE not in op.attributes]
+
+
+def kernel_precisions(module: ir.Operation) -> tuple[str, str] | None:
     """(f32 matmul precision, f32 convolution precision) of the kernels, or None where none apply."""
 
     def text(name: str) -> str | None:
@@ -130,39 +135,25 @@ def _kernel_precisions(module: ir.Operation) -> tuple[str, str] | None:
     return F32_PRECISION[matmul], F32_PRECISION[conv]
 
 
-class _Outliner:
-    """Makes the outlined functions (one per distinct contraction) and the calls to them."""
+class Outliner:
+    """Makes the outlined functions (one per distinct description and operand types) and the calls to them."""
 
-    def __init__(self, module: ir.Operation, matmul_precision: str, conv_precision: str) -> None:
+    def __init__(self, module: ir.Operation) -> None:
         self.module = module
-        self.matmul_precision, self.conv_precision = matmul_precision, conv_precision
         self.functions: dict[str, str] = {}  # description + types, as JSON -> function name
         self.taken = {op.attributes["sym_name"].value for op in _body(module) if "sym_name" in op.attributes}
 
-    def outline(self, op: ir.Operation) -> None:
-        if op.name == "torch.aten.mm":
-            match = _match_mm(op, self.matmul_precision)
-        elif op.name == "torch.aten.convolution":
-            match = _match_conv(op, self.conv_precision)
-        elif op.name == "torch.aten.max_pool2d":
-            match = _match_max_pool(op)
-        else:
-            match = _match_attention(op, self.matmul_precision)
-        if match is None:
-            return
-        description, operands, build_body, epilogue = match
-        replaced = epilogue[-1] if epilogue else op  # the call returns what the last op of the epilogue made
+    def call(self, replaced: ir.Operation, description: dict[str, Any], operands: list[ir.Value], build_body: Any) -> None:
+        """Make every use of `replaced`'s result read a call of the function `description` names,
+        taking `operands` (all defined before `replaced`) and computing its body with `build_body`."""
         result_type = replaced.results[0].type
         key = json.dumps([description, [str(value.type) for value in operands], str(result_type)], sort_keys=True)
         if key not in self.functions:
             self.functions[key] = self._function(description, operands, result_type, build_body)
-        with op.location, ir.InsertionPoint(replaced):  # where every operand is defined, the bias too
+        with replaced.location, ir.InsertionPoint(replaced):
             callee = ir.FlatSymbolRefAttr.get(self.functions[key])
             call = ir.Operation.create("func.call", results=[result_type], operands=operands, attributes={"callee": callee})
         replaced.results[0].replace_all_uses_with(call.results[0])
-        for index in reversed(range(len(epilogue))):  # last first; those before it are still to erase
-            _erase_with_unused_producers(epilogue[index], spared=epilogue[:index])
-        _erase_with_unused_producers(op)
 
     def _function(self, description: dict[str, Any], operands: list[ir.Value], result_type: ir.Type, build_body: Any) -> str:
         name = _fresh(f"kiln_{description['kind']}", self.taken)
@@ -174,18 +165,37 @@ class _Outliner:
                     "sym_name": ir.StringAttr.get(name),
                     "sym_visibility": ir.StringAttr.get("private"),
                     "function_type": ir.TypeAttr.get(signature),
-                    ATTRIBUTE: _attribute(description),
+                    ATTRIBUTE: description_attribute(description),
                 },
                 regions=1,
             )
             block = function.regions[0].blocks.append(*[value.type for value in operands])
             with ir.InsertionPoint(block):
-                result = build_body(_Builder(), list(block.arguments))
+                result = build_body(Builder(), list(block.arguments))
                 ir.Operation.create("func.return", operands=[result])
         return name
 
 
-class _Builder:
+def _outline(outliner: Outliner, op: ir.Operation, matmul_precision: str, conv_precision: str) -> None:
+    if op.name == "torch.aten.mm":
+        match = _match_mm(op, matmul_precision)
+    elif op.name == "torch.aten.convolution":
+        match = _match_conv(op, conv_precision)
+    elif op.name == "torch.aten.max_pool2d":
+        match = _match_max_pool(op)
+    else:
+        match = _match_attention(op, matmul_precision)
+    if match is None:
+        return
+    description, operands, build_body, epilogue = match
+    # the call returns what the last op of the epilogue made, where every operand is defined, the bias too
+    outliner.call(epilogue[-1] if epilogue else op, description, operands, build_body)
+    for index in reversed(range(len(epilogue))):  # last first; those before it are still to erase
+        erase_with_unused_producers(epilogue[index], spared=epilogue[:index])
+    erase_with_unused_producers(op)
+
+
+class Builder:
     """Creates torch ops at the current insertion point; each returns its one result. Constants are
     made once per builder (one builder per insertion point)."""
 
@@ -287,7 +297,7 @@ def _match_mm(op: ir.Operation, precision: str) -> Match | None:
     mm_type = op.results[0].type
     cast = epilogue[1] if len(epilogue) == 2 else None
 
-    def body(build: _Builder, args: list[ir.Value]) -> ir.Value:
+    def body(build: Builder, args: list[ir.Value]) -> ir.Value:
         lhs, rhs = args[0], args[1]
         if upcast:
             lhs, rhs = build.upcast(lhs), build.upcast(rhs)
@@ -377,7 +387,7 @@ def _match_conv(op: ir.Operation, precision: str) -> Match | None:
     result_type = op.results[0].type
     first_vector = 3 if has_bias else 2
 
-    def body(build: _Builder, args: list[ir.Value]) -> ir.Value:
+    def body(build: Builder, args: list[ir.Value]) -> ir.Value:
         operands = [
             args[0],
             args[1],
@@ -421,7 +431,7 @@ def _match_max_pool(op: ir.Operation) -> Match | None:
     }
     result_type = op.results[0].type
 
-    def body(build: _Builder, args: list[ir.Value]) -> ir.Value:
+    def body(build: Builder, args: list[ir.Value]) -> ir.Value:
         geometry = [build.ints([r, s]), *(build.ints(description[name]) for name in ("stride", "padding", "dilation"))]
         return build.op("torch.aten.max_pool2d", [args[0], *geometry, build.bool_(False)], result_type)
 
@@ -573,7 +583,7 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
     result_type = op.results[0].type
     full_mask = [batch, heads, seq_q, k.shape[2]]
 
-    def body(build: _Builder, args: list[ir.Value]) -> ir.Value:
+    def body(build: Builder, args: list[ir.Value]) -> ir.Value:
         if views is not None:
             qkv = [build.replay(view.chain, arg) for view, arg in zip(views, args[:3], strict=True)]
         else:
@@ -628,13 +638,13 @@ def _bmm_as_mm(op: ir.Operation) -> None:
         return
     batch, m, k = a_type.shape
     n = b_type.shape[1]
-    build = _Builder()
+    build = Builder()
     with op.location, ir.InsertionPoint(op):
         flat = build.view(op.operands[0], [batch * m, k])
         product = build.op("torch.aten.mm", [flat, b], vtensor([batch * m, n], result.dtype))
         batched = build.view(product, [batch, m, n])
     op.results[0].replace_all_uses_with(batched)
-    _erase_with_unused_producers(op)
+    erase_with_unused_producers(op)
 
 
 def _weight(b: ir.Value) -> tuple[ir.Value, str, bool]:
@@ -685,7 +695,7 @@ def _fresh(stem: str, taken: set[str]) -> str:
     return f"{stem}_{index}"
 
 
-def _attribute(description: dict[str, Any]) -> ir.Attribute:
+def description_attribute(description: dict[str, Any]) -> ir.Attribute:
     """The description as an MLIR dictionary: ints as i64, floats as f64, lists of ints as arrays, strings, bools."""
 
     def one(value: Any) -> ir.Attribute:
@@ -710,7 +720,7 @@ ERASABLE = (
 )  # fmt: skip
 
 
-def _erase_with_unused_producers(op: ir.Operation, spared: list[ir.Operation] | None = None) -> None:
+def erase_with_unused_producers(op: ir.Operation, spared: list[ir.Operation] | None = None) -> None:
     """Erase `op`, then every op of ERASABLE it read from that nothing reads any more, users first;
     not those `spared` (an epilogue's ops, which the caller erases itself)."""
     worklist = [op]

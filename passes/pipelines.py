@@ -70,6 +70,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "cse",
             # Last: the contractions as the simplifications left them. cuda, sm_90a, torch hand-off only.
             "outline-contractions",
+            "outline-row-programs",  # cuda, sm_90a, torch hand-off only: layer norms and their neighbours
             # cuda: IREE 3.13 miscompiles 16-bit 1x1 convolutions; after outlining, so that the bodies of
             # outlined convolutions (IREE's code, should no kernel replace them) are rewritten too.
             "pointwise-conv-to-mm",

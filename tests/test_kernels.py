@@ -33,7 +33,7 @@ import kiln
 from kiln.compiler import Compiled, CompileOptions, ModelSpec, run_pipeline, spec_from_module
 from kiln.compiler.kernels import build, cache
 from kiln.compiler.kernels.build import Kernel, Unsupported, compile_kernel
-from kiln.compiler.kernels.contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d
+from kiln.compiler.kernels.contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram
 from kiln.compiler.kernels.substitute import plan
 from kiln.compiler.kernels.tiles import Tiles, choose
 from kiln.measure.thin import model_tensors, thicken, thin
@@ -43,6 +43,7 @@ from kiln.runtime.numerics import compare
 MODELS = ROOT / "benchmarks" / "models"
 CONTRACTIONS = ROOT / "tests" / "kernel_models" / "contractions.py"
 ATTENTION = ROOT / "tests" / "kernel_models" / "attention.py"
+ROWS = ROOT / "tests" / "kernel_models" / "rows.py"
 KILN_DISPATCH = re.compile(r"flow\.dispatch @(kiln_\w+)_exe::@(kiln_\w+)")
 
 
@@ -74,6 +75,18 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # -- Triton, ahead of time ---------------------------------------------------------------------------
 
 
+# A bf16 layer norm over rows of 1000 (the kernel pads them to 1024): x upcast, mean, variance, scaled by w.
+LAYER_NORM = RowProgram(
+    (3, 1000),
+    (((3, 1000), "bf16"), ((1000,), "bf16")),
+    (
+        ("cast", "f32", 0), ("sum", "f32", 2), ("div", "f32", 3, 1000.0), ("sub", "f32", 2, 4), ("mul", "f32", 5, 5),
+        ("sum", "f32", 6), ("div", "f32", 7, 1000.0), ("add", "f32", 8, 1e-5), ("rsqrt", "f32", 9), ("mul", "f32", 5, 10),
+        ("mul", "f32", 11, 1), ("cast", "bf16", 12),
+    ),
+)  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("contraction", "tiles", "instruction"),
     [
@@ -84,8 +97,9 @@ def dumps(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (Attention(2, 4, 50, 40, 32, "f32", False, 0.3, "tf32x3"), Tiles(64, 32, 32, 4, 2), "ex2.approx"),
         (Conv2d(2, 96, 28, 28, 96, 3, 3, (2, 2), (1, 1), (1, 1), "f32", "f32", "ieee", layout="nhwc", groups=96), Tiles(32, 32, 1, 4, 1), "fma.rn.f32"),
         (MaxPool2d(2, 64, 28, 28, 3, 3, (2, 2), (1, 1), (1, 1), "bf16", layout="nhwc"), Tiles(32, 64, 1, 4, 1), "max.NaN.bf16x2"),
+        (LAYER_NORM, Tiles(1, 1024, 1, 4, 1), "shfl.sync.bfly"),
     ],
-    ids=["bf16-matmul", "f32-gemv", "bf16-conv", "bf16-attention", "f32-attention", "f32-depthwise", "bf16-maxpool"],
+    ids=["bf16-matmul", "f32-gemv", "bf16-conv", "bf16-attention", "f32-attention", "f32-depthwise", "bf16-maxpool", "bf16-layer-norm"],
 )
 def test_triton_compiles_sm90a_ptx_with_iree_calling_convention(contraction, tiles, instruction):
     kernel = compile_kernel(contraction, tiles)
@@ -120,6 +134,8 @@ def test_unchecked_or_oversized_contractions_are_unsupported():
         build.check(Attention(1, 12, 197, 197, 80, "bf16", False, 80**-0.5))
     with pytest.raises(Unsupported, match="f16 attention kernels have not been checked"):
         build.check(Attention(1, 12, 197, 197, 64, "f16", False, 0.125))
+    with pytest.raises(Unsupported, match="rows of 32768: the row kernel holds at most 16384 columns"):
+        build.check(replace(LAYER_NORM, shape=(3, 32768), inputs=(((3, 32768), "bf16"), ((32768,), "bf16"))))
 
 
 def test_tiles_come_from_the_h100_run_where_measured():
@@ -562,6 +578,90 @@ def _attention_reference(kernel: Kernel, name: str) -> str:
     return "\n".join(lines)
 
 
+_ROW_UNARY = {"neg": "arith.negf", "rsqrt": "math.rsqrt", "sqrt": "math.sqrt", "exp": "math.exp", "erf": "math.erf", "tanh": "math.tanh"}
+_ROW_BINARY = {"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf", "div": "arith.divf"}
+
+
+def _rows_reference(kernel: Kernel, name: str) -> str:
+    """`func.func private @name`: the kernel's row program with linalg on [rows, width] in f32, each
+    step a generic over the rows and columns it spans, rounded to its dtype as the kernel rounds it."""
+    c = kernel.contraction
+    assert isinstance(c, RowProgram)
+    rows, width = c.rows, c.width
+    tensor = {"full": f"tensor<{rows}x{width}xf32>", "row": f"tensor<{rows}xf32>", "column": f"tensor<{width}xf32>"}
+    dims = {"full": "r, h", "row": "r", "column": "h"}
+    lines = [f"  func.func private @{name}({', '.join(f'%in{i}: {_tensor(shape, dtype)}' for i, (shape, dtype) in enumerate(c.inputs))}) -> {_tensor(c.shape, c.out_dtype)} {{"]
+    roles: list[str] = []
+
+    def generic(out: str, role: str, operands: list[tuple[str, str, str]], body: list[str], reduce: bool = False, element: str = "f32") -> None:
+        """`%out` = a generic over `role` (or over full rows, reducing h) of (value, its role, its element
+        type), its result of `element`."""
+        result = tensor[role].replace("f32", element)
+        loops = "full" if reduce else role
+        maps = [f"affine_map<({dims[loops]}) -> ({dims[r]})>" for _, r, _ in operands] + [f"affine_map<({dims[loops]}) -> ({dims[role]})>"]
+        iterators = {"full": '"parallel", "reduction"' if reduce else '"parallel", "parallel"', "row": '"parallel"', "column": '"parallel"'}[loops]
+        ins = ", ".join(v for v, _, _ in operands)
+        in_types = ", ".join(tensor[r] if t == "f32" else tensor[r].replace("f32", t) for _, r, t in operands)
+        lines.append(f"    %{out}_e = tensor.empty() : {result}")
+        init = f"%{out}_e"
+        if reduce:
+            lines.append(f"    %{out}_z = linalg.fill ins(%zero : f32) outs(%{out}_e : {result}) -> {result}")
+            init = f"%{out}_z"
+        args = ", ".join(f"%a{i}: {t}" for i, (_, _, t) in enumerate(operands))
+        lines.extend([
+            f"    %{out} = linalg.generic {{indexing_maps = [{', '.join(maps)}], iterator_types = [{iterators}]}} "
+            f"ins({ins} : {in_types}) outs({init} : {result}) {{",
+            f"    ^bb0({args}, %acc: {element}):",
+            *[f"      {line}" for line in body],
+            f"    }} -> {result}",
+        ])  # fmt: skip
+
+    lines.append("    %zero = arith.constant 0.0 : f32")
+    for index, (shape, dtype) in enumerate(c.inputs):
+        role = c.role(index)
+        collapsed = tensor[role].replace("f32", dtype)
+        source = f"%in{index}"
+        groups = {"full": [list(range(len(shape) - 1)), [len(shape) - 1]], "row": [list(range(len(shape)))], "column": [list(range(len(shape)))]}[role]
+        if any(len(group) != 1 for group in groups) or len(groups) != len(shape):
+            lines.append(f"    %c{index} = tensor.collapse_shape %in{index} {groups} : {_tensor(shape, dtype)} into {collapsed}")
+            source = f"%c{index}"
+        extended = ["%y = arith.extf %a0 : " + dtype + " to f32" if dtype != "f32" else "%y = arith.addf %a0, %zero : f32", "linalg.yield %y : f32"]
+        generic(f"v{index}", role, [(source, role, dtype)], extended)
+        roles.append(role)
+    for number, (op, dtype, *operands) in enumerate(c.steps, start=len(c.inputs)):
+        reads = [(f"%v{x}", roles[x], "f32") for x in operands if isinstance(x, int)]
+        names = iter(f"%a{i}" for i in range(len(reads)))
+        args = [next(names) if isinstance(x, int) else f"%k{number}_{i}" for i, x in enumerate(operands)]
+        body = [f"%k{number}_{i} = arith.constant {x:.17e} : f32" for i, x in enumerate(operands) if isinstance(x, float)]
+        if op == "sum":
+            role = "row"
+            body.append(f"%y = arith.addf {args[0]}, %acc : f32")
+        else:
+            present = {r for _, r, _ in reads}
+            role = "full" if "full" in present or present == {"row", "column"} else present.pop()
+            if op == "cast":
+                body.append(f"%y = arith.addf {args[0]}, %zero : f32")
+            elif op in _ROW_UNARY:
+                body.append(f"%y = {_ROW_UNARY[op]} {args[0]} : f32")
+            else:
+                body.append(f"%y = {_ROW_BINARY[op]} {args[0]}, {args[1]} : f32")
+        if dtype != "f32":
+            body += [f"%t = arith.truncf %y : f32 to {dtype}", f"%y2 = arith.extf %t : {dtype} to f32", "linalg.yield %y2 : f32"]
+        else:
+            body.append("linalg.yield %y : f32")
+        generic(f"v{number}", role, reads, body, reduce=op == "sum")
+        roles.append(role)
+    last = len(c.inputs) + len(c.steps) - 1
+    assert roles[last] == "full"
+    out = tensor["full"].replace("f32", c.out_dtype)
+    rounded = f"%y = arith.truncf %a0 : f32 to {c.out_dtype}" if c.out_dtype != "f32" else "%y = arith.addf %a0, %zero : f32"
+    generic("out", "full", [(f"%v{last}", "full", "f32")], [rounded, f"linalg.yield %y : {c.out_dtype}"], element=c.out_dtype)
+    groups = [list(range(len(c.shape) - 1)), [len(c.shape) - 1]]
+    lines.append(f"    %r = tensor.expand_shape %out {groups} output_shape {list(c.shape)} : {out} into {_tensor(c.shape, c.out_dtype)}")
+    lines.extend([f"    return %r : {_tensor(c.shape, c.out_dtype)}", "  }", ""])
+    return "\n".join(lines)
+
+
 def _with_reference_kernels(text: str, kernels: tuple[Kernel, ...]) -> str:
     """`text` (kernels spliced in) with each kernel's executable replaced by a linalg reference function
     and its dispatch by a call of that function."""
@@ -569,7 +669,7 @@ def _with_reference_kernels(text: str, kernels: tuple[Kernel, ...]) -> str:
         executable = re.search(rf"^  hal\.executable\.source private @(\w+) .*?^\s+hal\.executable\.export public @{kernel.entry} .*?^  \}}\n", text, re.DOTALL | re.MULTILINE)
         assert executable is not None, kernel.entry
         name = executable.group(1)
-        reference = {Attention: _attention_reference, MaxPool2d: _pool_reference}.get(type(kernel.contraction), _reference)
+        reference = {Attention: _attention_reference, MaxPool2d: _pool_reference, RowProgram: _rows_reference}.get(type(kernel.contraction), _reference)
         text = text[: executable.start()] + reference(kernel, f"{name}_ref") + text[executable.end() :]
         text = text.replace(f"flow.dispatch @{name}::@{kernel.entry}(", f"func.call @{name}_ref(")
     return text
@@ -595,6 +695,7 @@ def _run_on_cpu(text: str, compiled: Compiled, inputs: tuple[torch.Tensor, ...],
 WIRED = {
     CONTRACTIONS: {("Conv2d", "nchw"): 1, ("Conv2d", "nhwc"): 3, ("Conv2d", "nhwc depthwise"): 1, ("MaxPool2d", "nhwc"): 1, ("Matmul", "nk"): 2, ("Matmul", "nk+bias"): 1},
     ATTENTION: {("Matmul", "nk+bias"): 2, ("Matmul", "nk"): 1, ("Attention", "strided"): 5},
+    ROWS: {("RowProgram", "rows"): 4},
 }
 
 
@@ -619,6 +720,8 @@ def test_kernel_wiring_matches_eager_on_the_cpu(model, dtype, tmp_path):
         c = kernel.contraction
         if isinstance(c, Matmul):
             key = (type(c).__name__, c.b_layout + ("+bias" if c.bias else ""))
+        elif isinstance(c, RowProgram):
+            key = (type(c).__name__, "rows")
         else:
             key = (type(c).__name__, c.layout + (" depthwise" if isinstance(c, Conv2d) and c.depthwise else ""))
         kinds[key] = kinds.get(key, 0) + 1

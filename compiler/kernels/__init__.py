@@ -2,7 +2,9 @@
 IREE launches as external executables.
 
 The pass outline-contractions moves each eligible matmul, convolution and attention of a cuda/sm_90a compile into
-a private function described by a `kiln.contraction` attribute. The backend stage then asks
+a private function described by a `kiln.contraction` attribute; outline-row-programs does the same
+for each layer norm and the elementwise ops around it (a row program, whose kernel row_source.py
+writes out from its steps). The backend stage then asks
 `substitute.plan` what computes each one: a kernel (tiles.py picks its configuration, measured on an
 H100 where the shape was, build.py compiles it with Triton through cache.py, embed.py writes it as an
 `hal.executable.source` and a dispatching function) or IREE's own code, the function's torch-op

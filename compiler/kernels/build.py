@@ -13,9 +13,12 @@ from __future__ import annotations
 import importlib.metadata
 import math
 import re
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d
+from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram
 from .tiles import Tiles
 
 TRITON_VERSION = "3.9.0"  # the version the ABI trim below was written against and the GPU run used
@@ -29,7 +32,9 @@ CHECKED = {
     ("conv2d", "f32", "tf32"), ("conv2d", "bf16", ""),
     ("depthwise conv2d", "f32", "ieee"), ("depthwise conv2d", "bf16", ""), ("maxpool2d", "f32", ""), ("maxpool2d", "bf16", ""),
     ("attention", "f32", "tf32x3"), ("attention", "f32", "tf32"), ("attention", "bf16", ""),
+    ("rows", "f32", ""), ("rows", "bf16", ""),
 }  # fmt: skip
+MAX_ROW_WIDTH = 16384  # a row program holds whole rows in registers: wider ones would spill
 
 
 class Unsupported(Exception):
@@ -76,6 +81,8 @@ def check(contraction: Contraction) -> None:
     # imported here: the pass module needs torch_mlir, which a GPU host timing the kernels alone lacks
     from kiln.passes.outline_contractions import HEAD_DIMS
 
+    if isinstance(contraction, RowProgram) and contraction.width > MAX_ROW_WIDTH:
+        raise Unsupported(f"rows of {contraction.width}: the row kernel holds at most {MAX_ROW_WIDTH} columns in registers")
     if isinstance(contraction, Attention) and contraction.head_dim not in HEAD_DIMS:
         raise Unsupported(f"head dimension {contraction.head_dim}: the attention kernel takes {', '.join(map(str, HEAD_DIMS))}")
 
@@ -85,6 +92,8 @@ def _kind(contraction: Contraction) -> str:
         return "mm"
     if isinstance(contraction, Conv2d):
         return "depthwise conv2d" if contraction.depthwise else "conv2d"
+    if isinstance(contraction, RowProgram):
+        return "rows"
     return "maxpool2d" if isinstance(contraction, MaxPool2d) else "attention"
 
 
@@ -96,6 +105,8 @@ def compile_kernel(contraction: Contraction, tiles: Tiles) -> Kernel:
         return _compile_conv(contraction, tiles)
     if isinstance(contraction, MaxPool2d):
         return _compile_stencil(contraction, tiles, ("x_ptr", "y_ptr"), "kiln_maxpool")
+    if isinstance(contraction, RowProgram):
+        return _compile_rows(contraction, tiles)
     return _compile_attention(contraction, tiles)
 
 
@@ -111,7 +122,7 @@ def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
     )  # fmt: skip
     programs = math.ceil(mm.m / tiles.block_m) * math.ceil(mm.n / tiles.block_n)
     pointers = ("a_ptr", "b_ptr", *(("bias_ptr",) if mm.bias else ()), "c_ptr")
-    return _compile("kiln_matmul", pointers, constants, mm, tiles, (programs, 1, 1), "kiln_mm")
+    return _compile(_fixed("kiln_matmul"), pointers, constants, mm, tiles, (programs, 1, 1), "kiln_mm")
 
 
 def _compile_conv(conv: Conv2d, tiles: Tiles) -> Kernel:
@@ -135,7 +146,7 @@ def _compile_conv(conv: Conv2d, tiles: Tiles) -> Kernel:
     )  # fmt: skip
     rows, cols, _ = conv.gemm
     programs = math.ceil(rows / tiles.block_m) * math.ceil(cols / tiles.block_n)
-    return _compile("kiln_conv2d", _conv_pointers(conv), constants, conv, tiles, (programs, 1, 1), "kiln_conv")
+    return _compile(_fixed("kiln_conv2d"), _conv_pointers(conv), constants, conv, tiles, (programs, 1, 1), "kiln_conv")
 
 
 def _conv_pointers(conv: Conv2d) -> tuple[str, ...]:
@@ -152,7 +163,7 @@ def _compile_stencil(op: Conv2d | MaxPool2d, tiles: Tiles, pointers: tuple[str, 
     if op.p <= 0 or op.q <= 0:
         raise Unsupported("an empty output")
     constants = stencil_constants(op, tiles)
-    return _compile("kiln_depthwise_conv2d", pointers, constants, op, tiles, (stencil_programs(op, tiles), 1, 1), prefix)
+    return _compile(_fixed("kiln_depthwise_conv2d"), pointers, constants, op, tiles, (stencil_programs(op, tiles), 1, 1), prefix)
 
 
 def stencil_programs(op: Conv2d | MaxPool2d, tiles: Tiles) -> int:
@@ -202,7 +213,19 @@ def _compile_attention(attention: Attention, tiles: Tiles) -> Kernel:
     )  # fmt: skip
     grid = (math.ceil(attention.seq_q / tiles.block_m), attention.batch * attention.heads, 1)
     pointers = ("q_ptr", "k_ptr", "v_ptr", *(("mask_ptr",) if attention.mask else ()), "o_ptr")
-    return _compile("kiln_attention", pointers, constants, attention, tiles, grid, "kiln_attn")
+    return _compile(_fixed("kiln_attention"), pointers, constants, attention, tiles, grid, "kiln_attn")
+
+
+def _compile_rows(program: RowProgram, tiles: Tiles) -> Kernel:
+    """Tiles: block_m rows a program, block_n the power of two the row is padded to."""
+    from . import row_source
+
+    pointers = (*(f"in{index}" for index in range(len(program.inputs))), "out")
+    constants = dict(R=program.rows, H=program.width, BLOCK_R=tiles.block_m, BLOCK_H=tiles.block_n)
+    grid = (math.ceil(program.rows / tiles.block_m), 1, 1)
+    with tempfile.TemporaryDirectory(prefix="kiln-rows-") as folder:
+        fn = getattr(row_source.write_module(program, Path(folder)), row_source.ENTRY)
+        return _compile(fn, pointers, constants, program, tiles, grid, "kiln_rows")
 
 
 def _broadcast_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -223,8 +246,15 @@ def _strides(layout: str, sizes: dict[str, int]) -> dict[str, int]:
     return strides
 
 
+def _fixed(name: str) -> Any:
+    """One of the fixed kernels of triton_source.py (imported here: it imports Triton)."""
+    from . import triton_source
+
+    return getattr(triton_source, name)
+
+
 def _compile(
-    kernel_name: str,
+    fn: Any,
     pointers: tuple[str, ...],
     constants: dict[str, object],
     contraction: Contraction,
@@ -237,9 +267,6 @@ def _compile(
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from . import triton_source
-
-    fn = getattr(triton_source, kernel_name)
     entry = prefix + "_" + re.sub(r"[^A-Za-z0-9_]", "_", f"{contraction.label}_{tiles.label}")
     dtypes = (*contraction.operand_dtypes(), contraction.out_dtype)
     signature = {name: f"*{_TRITON_TYPES[dtype]}" for name, dtype in zip(pointers, dtypes, strict=True)}

@@ -2,8 +2,8 @@
 contraction) does not wait for Triton: about 1.6 s per kernel on a small machine.
 
 One JSON file per kernel in `~/.cache/kiln/kernels/` (`$KILN_CACHE_DIR/kernels/` when set), named by a
-SHA-256 over what decides the PTX: the kernels' source and the compile step (triton_source.py and
-build.py as text), the installed Triton version, the contraction in the layout the kernel reads, and
+SHA-256 over what decides the PTX: the kernels' source and the compile step (triton_source.py,
+row_source.py and build.py as text), the installed Triton version, the contraction in the layout the kernel reads, and
 the tiles. A failed compile is not cached: it is retried next time (and falls back again).
 """
 
@@ -21,7 +21,7 @@ from .contraction import Contraction
 from .tiles import Tiles
 
 SCHEMA = "kiln-kernel/1"
-_SOURCES = ("triton_source.py", "build.py")
+_SOURCES = ("triton_source.py", "row_source.py", "build.py")
 
 
 def cache_dir() -> Path:

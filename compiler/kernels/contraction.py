@@ -1,14 +1,18 @@
-"""What one kernel computes: a matmul, a 2-D convolution, a max pooling or an attention, every size a constant.
+"""What one kernel computes: a matmul, a 2-D convolution, a max pooling, an attention or a row
+program (a layer norm and the elementwise ops around it), every size a constant.
 
-The pass outline-contractions (passes/outline_contractions.py) describes each contraction it
-outlines as a `kiln.contraction` dictionary attribute on the outlined function; `from_description`
-reads that dictionary back as a `Matmul`, a `Conv2d`, a `MaxPool2d` or an `Attention`. The kernels (triton_source.py) take every
+The passes outline-contractions and outline-row-programs (passes/) describe each computation they
+outline as a `kiln.contraction` dictionary attribute on the outlined function; `from_description`
+reads that dictionary back as a `Matmul`, a `Conv2d`, a `MaxPool2d`, an `Attention` or a
+`RowProgram`. The kernels (triton_source.py, row_source.py) take every
 shape, stride and convolution parameter as a compile-time constant, so one compiled kernel serves one
 of these values, and its label names it (the key of the measured tiles, measured.json).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -324,7 +328,75 @@ class Attention:
         )
 
 
-Contraction = Matmul | Conv2d | MaxPool2d | Attention
+# One operand of a row-program step: the number of a value (the inputs first, then the steps' results)
+# or a constant.
+Operand = int | float
+ROW_OPS = {  # a row program's operations and their operand counts
+    "add": 2, "sub": 2, "mul": 2, "div": 2,
+    "neg": 1, "rsqrt": 1, "sqrt": 1, "exp": 1, "erf": 1, "tanh": 1,
+    "cast": 1,  # rounding to the step's dtype, and nothing else
+    "sum": 1,  # over the last dimension, one value per row
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RowProgram:
+    """Elementwise ops and sums along the last dimension of `shape`, which a kernel computes a whole
+    row at a time in registers: a layer norm or RMS norm with the elementwise ops before and after it
+    (a bias, a GELU, a residual add) read and written once. Each input is the result's full shape,
+    one value per row (`shape[:-1] + (1,)`) or one per column (`(width,)`, broadcast over the rows).
+    Each step is (op, dtype, operands...): computed in f32 from its operands, then rounded to its
+    dtype, as PyTorch computes each op; the last step is the result."""
+
+    shape: tuple[int, ...]
+    inputs: tuple[tuple[tuple[int, ...], str], ...]  # (shape, dtype) of each
+    steps: tuple[tuple[Any, ...], ...]  # (op, dtype, *operands), operands as `Operand`
+    precision: str = ""
+
+    @property
+    def rows(self) -> int:
+        return math.prod(self.shape[:-1])
+
+    @property
+    def width(self) -> int:
+        return self.shape[-1]
+
+    @property
+    def dtype(self) -> str:
+        return self.out_dtype
+
+    @property
+    def out_dtype(self) -> str:
+        return self.steps[-1][1]
+
+    def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
+        return tuple(shape for shape, _ in self.inputs)
+
+    def operand_dtypes(self) -> tuple[str, ...]:
+        return tuple(dtype for _, dtype in self.inputs)
+
+    def result_shape(self) -> tuple[int, ...]:
+        return self.shape
+
+    def role(self, index: int) -> str:
+        """How input `index` spans the rows: "full", "row" (one value per row) or "column"."""
+        shape = self.inputs[index][0]
+        if shape == self.shape:
+            return "full"
+        return "row" if shape == (*self.shape[:-1], 1) else "column"
+
+    @property
+    def label(self) -> str:
+        return self.shape_key
+
+    @property
+    def shape_key(self) -> str:
+        """Rows x width, the dtype and a digest of the steps (different programs, different kernels)."""
+        digest = hashlib.sha256(json.dumps([self.inputs, self.steps]).encode()).hexdigest()[:8]
+        return f"rows{self.rows}x{self.width}-{self.dtype}-{len(self.steps)}ops-{digest}"
+
+
+Contraction = Matmul | Conv2d | MaxPool2d | Attention | RowProgram
 
 
 def from_description(description: Mapping[str, Any]) -> Contraction:
@@ -347,4 +419,10 @@ def from_description(description: Mapping[str, Any]) -> Contraction:
         fields["sources"] = tuple(tuple(shape) for shape in fields.get("sources", ()))
         fields["views"] = tuple(tuple(view) for view in fields.get("views", ()))
         return Attention(**fields)
+    if kind == "rows":
+        return RowProgram(
+            tuple(fields["shape"]),
+            tuple((tuple(shape), dtype) for shape, dtype in fields["inputs"]),
+            tuple(tuple(step) for step in fields["steps"]),
+        )
     raise ValueError(f"unknown contraction kind {kind!r}")

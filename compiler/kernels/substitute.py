@@ -22,7 +22,7 @@ from kiln.passes.outline_contractions import ATTRIBUTE  # what outline-contracti
 
 from .build import Kernel, Unsupported
 from .cache import cached_kernel
-from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, from_description
+from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram, from_description
 from .embed import Signature, executable, function
 from .tiles import Choice, Tiles, choose
 
@@ -56,16 +56,31 @@ class Decision:
             "why": self.why,
         }
         if self.kernel is not None:
-            contraction = self.kernel.contraction
             record.update(
                 kernel=self.kernel.entry,
                 tiles=self.kernel.tiles.label,
-                layout=contraction.b_layout if isinstance(contraction, Matmul) else contraction.layout,
-                precision=contraction.precision or ("exact" if isinstance(contraction, MaxPool2d) else f"{contraction.dtype}, f32 accumulation"),
+                layout=_layout(self.kernel.contraction),
+                precision=_precision(self.kernel.contraction),
                 shared_bytes=self.kernel.shared_bytes,
                 grid=list(self.kernel.grid),
             )
         return record
+
+
+def _layout(contraction: Contraction) -> str:
+    if isinstance(contraction, RowProgram):
+        return "rows"
+    return contraction.b_layout if isinstance(contraction, Matmul) else contraction.layout
+
+
+def _precision(contraction: Contraction) -> str:
+    if contraction.precision:
+        return contraction.precision
+    if isinstance(contraction, MaxPool2d):
+        return "exact"
+    if isinstance(contraction, RowProgram):
+        return "f32 arithmetic, each step rounded to its dtype"
+    return f"{contraction.dtype}, f32 accumulation"
 
 
 @dataclass(frozen=True)
@@ -166,8 +181,8 @@ def _decide(item: Outlined, chooser: Callable[[Contraction], Choice], make: Call
             target = replace(contraction, layout=choice.layout, bias=bias, out_layout="nhwc" if choice.layout == "nchw" else "")
         elif isinstance(contraction, MaxPool2d):
             target = replace(contraction, layout=choice.layout)
-        elif isinstance(contraction, Attention):
-            target = contraction  # read in the layouts the outlined function receives
+        elif isinstance(contraction, Attention | RowProgram):
+            target = contraction  # read as the outlined function receives it
         else:
             target = replace(contraction, b_layout="nk")  # B[K, N] is transposed first: see embed.function
         kernel = make(target, choice.tiles)

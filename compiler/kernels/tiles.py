@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d
+from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram
 
 MEASURED = Path(__file__).with_name("measured.json")
 SMS = 132  # an H100's streaming multiprocessors: the heuristic aims for about one program on each
@@ -70,6 +70,8 @@ def choose(contraction: Contraction) -> Choice:
         if found["use"] == "iree":
             return Choice(None, "", f"IREE's code measured faster on the {gpu} ({found['why']})")
         return Choice(Tiles.parse(found["tiles"]), found["layout"], f"measured fastest on the {gpu}")
+    if isinstance(contraction, RowProgram):
+        return Choice(row_candidates(contraction)[0], "", "heuristic (shape not measured)")
     if isinstance(contraction, Attention):
         return Choice(attention_candidates(contraction)[0], contraction.layout, "heuristic (shape not measured)")
     if isinstance(contraction, MaxPool2d) or (isinstance(contraction, Conv2d) and contraction.depthwise):
@@ -94,6 +96,20 @@ def attention_candidates(attention: Attention) -> list[Tiles]:
     else:
         pool = [Tiles(128, 64, d, 4, 3), Tiles(128, 64, d, 8, 3), Tiles(128, 128, d, 8, 3), Tiles(64, 64, d, 4, 3), Tiles(128, 32, d, 4, 4)]
     return [tiles for tiles in pool if attention.seq_q > 64 or tiles.block_m <= 64]
+
+
+def row_candidates(program: RowProgram) -> list[Tiles]:
+    """Row-program configurations worth timing, the default first: `block_m` rows a program, each padded
+    to `block_n`, the power of two at or above the width (`block_k` 1, unused). The default holds about
+    1024 elements a program, 8 a thread (one row of 1024 on 4 warps: on an H100 the GELU + layer norm
+    of benchmarks/models ran at 3.2-3.4 TB/s so, where 2 or 4 rows a program or 16 warps were up to 50%
+    slower in bf16); the others hold twice and four times that."""
+    block_n = 1 << (program.width - 1).bit_length()
+    pool = []
+    for elements in (1024, 2048, 4096):
+        rows = max(1, min(elements // block_n, 1 << (program.rows - 1).bit_length()))
+        pool.append(Tiles(rows, block_n, 1, max(1, min(16, rows * block_n // 256)), 1))
+    return list(dict.fromkeys(pool))
 
 
 def depthwise_candidates(conv: Conv2d | MaxPool2d) -> list[Tiles]:

@@ -1,0 +1,82 @@
+"""A row program (contraction.RowProgram) as the source of a Triton kernel.
+
+Unlike the contraction kernels (triton_source.py), whose arithmetic is fixed, a row program's steps
+are the model's own ops, so its kernel is written out as Python text: one program holds BLOCK_R
+whole rows (BLOCK_H >= width columns, masked) in registers, loads each input once, computes every
+step in f32 in order (each rounded to its dtype, as PyTorch rounds each op), sums along the rows
+with the padding masked out, and stores the last step. Triton compiles a function from its source
+file, so `write_module` writes one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+from .contraction import Operand, RowProgram
+
+ENTRY = "kiln_rows"
+_TRITON_DTYPES = {"f32": "tl.float32", "bf16": "tl.bfloat16", "f16": "tl.float16"}
+_UNARY = {
+    "neg": "-{0}",
+    "rsqrt": "tl.rsqrt({0})",
+    "sqrt": "tl.sqrt_rn({0})",
+    "exp": "tl.exp({0})",
+    "erf": "tl.erf({0})",
+    "tanh": "libdevice.tanh({0})",
+    "cast": "{0}",
+    "sum": "tl.sum(tl.where(inside, {0}, 0.0), axis=1)[:, None]",  # the padding columns hold garbage
+}
+_BINARY = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "tl.div_rn({0}, {1})"}
+
+
+def source(program: RowProgram) -> str:
+    """The Triton source of the kernel computing `program`: `kiln_rows(in0, ..., out, R, H, BLOCK_R, BLOCK_H)`."""
+    inputs = [f"in{index}" for index in range(len(program.inputs))]
+    lines = [
+        "import triton",
+        "import triton.language as tl",
+        "from triton.language.extra.cuda import libdevice",
+        "",
+        "",
+        "@triton.jit",
+        f"def {ENTRY}({', '.join(inputs)}, out, R: tl.constexpr, H: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr):",
+        "    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)[:, None]",
+        "    columns = tl.arange(0, BLOCK_H)[None, :]",
+        "    row_inside = rows < R",
+        "    column_inside = columns < H",
+        "    inside = row_inside & column_inside",
+    ]
+    for index, name in enumerate(inputs):
+        offsets, mask = {
+            "full": ("rows * H + columns", "inside"),
+            "row": ("rows", "row_inside"),
+            "column": ("columns", "column_inside"),
+        }[program.role(index)]
+        lines.append(f"    v{index} = tl.load({name} + {offsets}, mask={mask}, other=0.0).to(tl.float32)")
+    for number, (op, dtype, *operands) in enumerate(program.steps, start=len(inputs)):
+        names = [_operand(operand) for operand in operands]
+        expression = (_UNARY if len(names) == 1 else _BINARY)[op].format(*names)
+        if dtype != "f32":
+            expression = f"({expression}).to({_TRITON_DTYPES[dtype]}).to(tl.float32)"
+        lines.append(f"    v{number} = {expression}")
+    result = len(inputs) + len(program.steps) - 1
+    lines.append(f"    tl.store(out + rows * H + columns, v{result}.to({_TRITON_DTYPES[program.out_dtype]}), mask=inside)")
+    return "\n".join(lines) + "\n"
+
+
+def _operand(operand: Operand) -> str:
+    return repr(operand) if isinstance(operand, float) else f"v{operand}"  # constants are finite (the pass checks)
+
+
+def write_module(program: RowProgram, folder: Path) -> ModuleType:
+    """The kernel's source written to `folder` and imported (Triton reads a kernel's source from its file)."""
+    text = source(program)
+    path = folder / f"{ENTRY}_{program.shape_key.replace('-', '_')}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

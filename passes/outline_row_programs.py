@@ -1,0 +1,226 @@
+"""outline-row-programs: each layer norm (or RMS norm) with the elementwise ops around it moves into a function of its own.
+
+A layer norm is, at this level, sums along the last dimension between elementwise ops; IREE's GPU
+code for such a dispatch walks each row once per sum, re-reading its inputs and recomputing what came
+before (a bias add and a GELU, say), one warp a row. kiln's row kernel (compiler/kernels/row_source.py)
+instead holds whole rows in registers and reads and writes each element once. This pass marks where,
+as outline-contractions does for the contractions: a region of ops becomes a call of a private
+function that carries a `kiln.contraction` description (kind "rows": the shape, the inputs, the
+steps) and computes the region with the same torch ops, which stay should no kernel replace them.
+
+A region grows upwards from its last op (its one result, of some shape [..., H]): an op joins when it
+is one the kernel computes (elementwise arithmetic, rsqrt, sqrt, exp, erf, tanh, a float `to.dtype`,
+a sum over the last dimension with keepdim) and every user of its result is already in the region;
+its tensor operands must be of the full shape, one value per row ([..., 1]) or one per column
+([H]). Everything else the region reads is an input of the function. A region is outlined only if it
+sums along its rows: elementwise chains alone IREE already fuses into one pass.
+
+Applies where outline-contractions does (cuda, sm_90a, the torch hand-off, kernels on).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from torch_mlir import ir
+
+from .outline_contractions import Builder, Outliner, erase_with_unused_producers, kernel_precisions, model_functions
+from .pass_api import Pass, PassRun
+from .torch_build import constant_bool, constant_ints
+from .torch_ir import defining_op, is_none, number, splat, tensor_type
+
+STEP_OPS = {
+    "torch.aten.add.Tensor": "add", "torch.aten.sub.Tensor": "sub", "torch.aten.mul.Tensor": "mul", "torch.aten.div.Tensor": "div",
+    "torch.aten.add.Scalar": "add", "torch.aten.sub.Scalar": "sub", "torch.aten.mul.Scalar": "mul", "torch.aten.div.Scalar": "div",
+    "torch.aten.neg": "neg", "torch.aten.rsqrt": "rsqrt", "torch.aten.sqrt": "sqrt", "torch.aten.exp": "exp",
+    "torch.aten.erf": "erf", "torch.aten.tanh": "tanh", "torch.aten.to.dtype": "cast", "torch.aten.sum.dim_IntList": "sum",
+}  # fmt: skip
+FLOAT_DTYPES = ("f32", "bf16", "f16")
+BINARY = ("add", "sub", "mul", "div")
+MAX_INPUTS = 8  # more operands than this is not a norm's neighbourhood
+
+
+def run(module: ir.Operation, pass_run: PassRun) -> None:
+    if kernel_precisions(module) is None:
+        return
+    outliner = Outliner(module)
+    for function in model_functions(module):
+        block = function.regions[0].blocks[0]
+        ops = [op.operation for op in block.operations]
+        position = {op: index for index, op in enumerate(ops)}
+        claimed: set[ir.Operation] = set()
+        regions = []
+        for sink in reversed(ops):  # all found before any is outlined, which erases ops
+            region = _region(sink, position) if sink not in claimed else None
+            if region is not None:
+                claimed.update(region.ops)
+                regions.append(region)
+        for region in regions:
+            outliner.call(region.ops[-1], region.description(), region.inputs, region.replay)
+            for index in reversed(range(len(region.ops))):  # users first
+                erase_with_unused_producers(region.ops[index], spared=region.ops[:index])
+
+
+@dataclass
+class _Region:
+    """The ops of one row program, in program order (the last is the sink), and what they read."""
+
+    shape: tuple[int, ...]
+    ops: list[ir.Operation]
+    inputs: list[ir.Value]
+    steps: list[tuple[Any, ...]]
+
+    def description(self) -> dict[str, Any]:
+        inputs = [[list(_shape(value)), _dtype(value)] for value in self.inputs]
+        return {"kind": "rows", "shape": list(self.shape), "inputs": inputs, "steps": [list(step) for step in self.steps]}
+
+    def replay(self, build: Builder, args: list[ir.Value]) -> ir.Value:
+        """The region's ops again, reading `args` for its inputs (IREE's code, where no kernel is used)."""
+        mapping = dict(zip(self.inputs, args, strict=True))
+        for op in self.ops:
+            operands = [mapping[value] if value in mapping else _cloned_constant(value) for value in op.operands]
+            attributes = {named.name: named.attr for named in op.attributes}
+            mapping[op.results[0]] = build.op(op.name, operands, op.results[0].type, attributes)
+        return mapping[self.ops[-1].results[0]]
+
+
+def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | None:
+    """The row program that ends at `sink`, or None where none does (not a step, no sum, ...)."""
+    shape = _shape(sink.results[0]) if len(sink.results) == 1 else None
+    if shape is None or len(shape) < 2 or shape[-1] < 2 or _step(sink, shape) is None:
+        return None
+    members = {sink}
+    grown = True
+    while grown:
+        grown = False
+        for op in list(members):
+            for value in op.operands:
+                candidate = defining_op(value)
+                if (
+                    candidate is not None
+                    and candidate not in members
+                    and candidate in position  # the same block
+                    and _step(candidate, shape) is not None
+                    and all(use.owner in members for use in candidate.results[0].uses)
+                ):
+                    members.add(candidate)
+                    grown = True
+    ops = sorted(members, key=position.__getitem__)
+    if not any(op.name == "torch.aten.sum.dim_IntList" for op in ops):
+        return None
+    numbers: dict[ir.Value, int] = {}
+    inputs: list[ir.Value] = []
+    for op in ops:  # the inputs first, numbered in the order the ops read them
+        for value in _tensor_operands(op):
+            if defining_op(value) not in members and value not in numbers and _role(value, shape) is not None:
+                numbers[value] = len(inputs)
+                inputs.append(value)
+    if len(inputs) > MAX_INPUTS or not any(_shape(value) == shape for value in inputs):
+        return None
+    steps = []
+    for op in ops:
+        kind, operands = _step(op, shape) or ("", [])
+        steps.append((kind, _dtype(op.results[0]), *(numbers[x] if isinstance(x, ir.Value) else x for x in operands)))
+        numbers[op.results[0]] = len(inputs) + len(steps) - 1
+    return _Region(shape, ops, inputs, steps)
+
+
+def _step(op: ir.Operation, shape: tuple[int, ...]) -> tuple[str, list[ir.Value | float]] | None:
+    """(the kernel's op, its operands: values, or finite float constants) for an op the kernel computes
+    in a program over `shape`, else None."""
+    kind = STEP_OPS.get(op.name)
+    if kind is None or len(op.results) != 1 or _role(op.results[0], shape) is None:
+        return None
+    x = op.operands[0]
+    if kind == "sum":
+        dims, keepdim = constant_ints(op.operands[1]), constant_bool(op.operands[2])
+        if dims not in ([len(shape) - 1], [-1]) or not keepdim or not is_none(op.operands[3]) or _role(x, shape) != "full":
+            return None
+        return kind, [x]
+    if kind == "cast":
+        return (kind, [x]) if _role(x, shape) is not None else None
+    if kind not in BINARY:
+        return (kind, [x]) if _role(x, shape) is not None else None
+    operands = [_operand(value, shape) for value in op.operands[:2]]
+    if any(operand is None for operand in operands):
+        return None
+    if kind in ("add", "sub"):
+        alpha = number(op.operands[2])
+        if alpha != 1:
+            if alpha is None or not isinstance(operands[1], float):
+                return None
+            operands[1] = float(operands[1] * alpha)
+    return kind, [operand for operand in operands if operand is not None]
+
+
+def _operand(value: ir.Value, shape: tuple[int, ...]) -> ir.Value | float | None:
+    """A binary op's operand as the program reads it: a value it spans, or a finite constant (a
+    `torch.constant.int/float` or a one-element literal tensor)."""
+    if tensor_type(value.type) is None:
+        found = number(value)
+    elif _role(value, shape) is not None:
+        return value
+    else:
+        found = _constant(value)
+    return float(found) if isinstance(found, int | float) and math.isfinite(found) else None
+
+
+def _role(value: ir.Value, shape: tuple[int, ...]) -> str | None:
+    """How `value` spans a program over `shape`: "full", "row" ([..., 1]), "column" ([H], or with leading 1s), or None."""
+    described = tensor_type(value.type)
+    if described is None or not described.static or described.dtype not in FLOAT_DTYPES:
+        return None
+    own = tuple(size for size in described.shape if size is not None)
+    if own == shape:
+        return "full"
+    if own == (*shape[:-1], 1):
+        return "row"
+    if len(own) <= len(shape) and own[-1:] == shape[-1:] and all(size == 1 for size in own[:-1]):
+        return "column"
+    return None
+
+
+def _constant(value: ir.Value) -> float | None:
+    """A one-element literal tensor's value, taken as a constant of the program."""
+    described = tensor_type(value.type)
+    if described is None or not described.static or math.prod(size or 1 for size in described.shape) != 1:
+        return None
+    found = splat(value)
+    return float(found) if isinstance(found, int | float) and math.isfinite(found) else None
+
+
+def _tensor_operands(op: ir.Operation) -> list[ir.Value]:
+    return [value for value in op.operands if tensor_type(value.type) is not None]
+
+
+def _cloned_constant(value: ir.Value) -> ir.Value:
+    """A copy, at the insertion point, of the constant (or list of constants) `value` is."""
+    op = defining_op(value)
+    assert op is not None, f"a row program reads {value} from outside, which is not a constant"
+    if op.name == "torch.prim.ListConstruct":
+        items = [_cloned_constant(item) for item in op.operands]
+        return ir.Operation.create(op.name, results=[value.type], operands=items).results[0]
+    return op.clone().results[0]
+
+
+def _shape(value: ir.Value) -> tuple[int, ...] | None:
+    described = tensor_type(value.type)
+    if described is None or not described.static:
+        return None
+    return tuple(size for size in described.shape if size is not None)
+
+
+def _dtype(value: ir.Value) -> str:
+    described = tensor_type(value.type)
+    assert described is not None
+    return described.dtype
+
+
+PASS = Pass(
+    name="outline-row-programs",
+    summary="layer norms with the elementwise ops around them -> calls of outlined row programs (cuda, sm_90a)",
+    level="torch",
+    run=run,
+)
