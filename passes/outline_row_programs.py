@@ -1,4 +1,4 @@
-"""outline-row-programs: each layer norm (or RMS norm) with the elementwise ops around it moves into a function of its own.
+"""outline-row-programs: each layer norm, RMS norm or softmax with the elementwise ops around it moves into a function of its own.
 
 A layer norm is, at this level, sums along the last dimension between elementwise ops; IREE's GPU
 code for such a dispatch walks each row once per sum, re-reading its inputs and recomputing what came
@@ -9,11 +9,13 @@ function that carries a `kiln.contraction` description (kind "rows": the shape, 
 steps) and computes the region with the same torch ops, which stay should no kernel replace them.
 
 A region grows upwards from its last op (its one result, of some shape [..., H]): an op joins when it
-is one the kernel computes (elementwise arithmetic, rsqrt, sqrt, exp, erf, tanh, a float `to.dtype`,
-a sum over the last dimension with keepdim) and every user of its result is already in the region;
-its tensor operands must be of the full shape, one value per row ([..., 1]) or one per column
-([H]). Everything else the region reads is an input of the function. A region is outlined only if it
-sums along its rows: elementwise chains alone IREE already fuses into one pass.
+is one the kernel computes (elementwise arithmetic, neg, reciprocal, relu, rsqrt, sqrt, exp, erf,
+tanh, a float `to.dtype`, a sum or maximum over the last dimension with keepdim) and every user of
+its result is already in the region; its tensor operands must be of the full shape, one value per
+row ([..., 1]) or one per column ([H]). Everything else the region reads is an input of the
+function. A region is outlined only if it reduces along its rows: elementwise chains alone IREE
+fuses into one pass already (outlining long ones too, GELUs of 1M elements and more, measured no
+faster on the H100: benchmarks/NOTES.md).
 
 Applies where outline-contractions does (cuda, sm_90a, the torch hand-off, kernels on).
 """
@@ -26,7 +28,13 @@ from typing import Any
 
 from torch_mlir import ir
 
-from .outline_contractions import Builder, Outliner, erase_with_unused_producers, kernel_precisions, model_functions
+from .outline_contractions import (
+    Builder,
+    Outliner,
+    erase_with_unused_producers,
+    kernel_precisions,
+    model_functions,
+)
 from .pass_api import Pass, PassRun
 from .torch_build import constant_bool, constant_ints
 from .torch_ir import defining_op, is_none, number, splat, tensor_type
@@ -34,9 +42,12 @@ from .torch_ir import defining_op, is_none, number, splat, tensor_type
 STEP_OPS = {
     "torch.aten.add.Tensor": "add", "torch.aten.sub.Tensor": "sub", "torch.aten.mul.Tensor": "mul", "torch.aten.div.Tensor": "div",
     "torch.aten.add.Scalar": "add", "torch.aten.sub.Scalar": "sub", "torch.aten.mul.Scalar": "mul", "torch.aten.div.Scalar": "div",
-    "torch.aten.neg": "neg", "torch.aten.rsqrt": "rsqrt", "torch.aten.sqrt": "sqrt", "torch.aten.exp": "exp",
-    "torch.aten.erf": "erf", "torch.aten.tanh": "tanh", "torch.aten.to.dtype": "cast", "torch.aten.sum.dim_IntList": "sum",
+    "torch.aten.neg": "neg", "torch.aten.reciprocal": "reciprocal", "torch.aten.relu": "relu", "torch.aten.rsqrt": "rsqrt",
+    "torch.aten.sqrt": "sqrt", "torch.aten.exp": "exp", "torch.aten.erf": "erf", "torch.aten.tanh": "tanh",
+    "torch.aten.to.dtype": "cast",
+    "torch.aten.sum.dim_IntList": "sum", "torch.aten.amax": "amax", "torch.aten.max.dim": "amax",  # its indices unused
 }  # fmt: skip
+REDUCTIONS = ("sum", "amax")
 FLOAT_DTYPES = ("f32", "bf16", "f16")
 BINARY = ("add", "sub", "mul", "div")
 MAX_INPUTS = 8  # more operands than this is not a norm's neighbourhood
@@ -82,7 +93,8 @@ class _Region:
         for op in self.ops:
             operands = [mapping[value] if value in mapping else _cloned_constant(value) for value in op.operands]
             attributes = {named.name: named.attr for named in op.attributes}
-            mapping[op.results[0]] = build.op(op.name, operands, op.results[0].type, attributes)
+            results = [result.type for result in op.results]  # max.dim's unused indices too
+            mapping[op.results[0]] = ir.Operation.create(op.name, results=results, operands=operands, attributes=attributes).results[0]
         return mapping[self.ops[-1].results[0]]
 
 
@@ -108,7 +120,7 @@ def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | 
                     members.add(candidate)
                     grown = True
     ops = sorted(members, key=position.__getitem__)
-    if not any(op.name == "torch.aten.sum.dim_IntList" for op in ops):
+    if not {STEP_OPS[op.name] for op in ops} & set(REDUCTIONS):
         return None
     numbers: dict[ir.Value, int] = {}
     inputs: list[ir.Value] = []
@@ -131,12 +143,18 @@ def _step(op: ir.Operation, shape: tuple[int, ...]) -> tuple[str, list[ir.Value 
     """(the kernel's op, its operands: values, or finite float constants) for an op the kernel computes
     in a program over `shape`, else None."""
     kind = STEP_OPS.get(op.name)
-    if kind is None or len(op.results) != 1 or _role(op.results[0], shape) is None:
+    if kind is None or _role(op.results[0], shape) is None or any(list(result.uses) for result in op.results[1:]):
         return None
     x = op.operands[0]
-    if kind == "sum":
-        dims, keepdim = constant_ints(op.operands[1]), constant_bool(op.operands[2])
-        if dims not in ([len(shape) - 1], [-1]) or not keepdim or not is_none(op.operands[3]) or _role(x, shape) != "full":
+    if kind in REDUCTIONS:
+        if op.name == "torch.aten.max.dim":
+            dim = number(op.operands[1])
+            dims = [dim] if isinstance(dim, int) else None
+        else:
+            dims = constant_ints(op.operands[1])
+        keepdim = constant_bool(op.operands[2])
+        dtype_given = op.name == "torch.aten.sum.dim_IntList" and not is_none(op.operands[3])
+        if dims not in ([len(shape) - 1], [-1]) or not keepdim or dtype_given or _role(x, shape) != "full":
             return None
         return kind, [x]
     if kind == "cast":

@@ -579,6 +579,7 @@ def _attention_reference(kernel: Kernel, name: str) -> str:
 
 
 _ROW_UNARY = {"neg": "arith.negf", "rsqrt": "math.rsqrt", "sqrt": "math.sqrt", "exp": "math.exp", "erf": "math.erf", "tanh": "math.tanh"}
+_ROW_REDUCTIONS = {"sum": ("arith.addf", "%zero"), "amax": ("arith.maximumf", "%lowest")}
 _ROW_BINARY = {"add": "arith.addf", "sub": "arith.subf", "mul": "arith.mulf", "div": "arith.divf"}
 
 
@@ -593,9 +594,9 @@ def _rows_reference(kernel: Kernel, name: str) -> str:
     lines = [f"  func.func private @{name}({', '.join(f'%in{i}: {_tensor(shape, dtype)}' for i, (shape, dtype) in enumerate(c.inputs))}) -> {_tensor(c.shape, c.out_dtype)} {{"]
     roles: list[str] = []
 
-    def generic(out: str, role: str, operands: list[tuple[str, str, str]], body: list[str], reduce: bool = False, element: str = "f32") -> None:
-        """`%out` = a generic over `role` (or over full rows, reducing h) of (value, its role, its element
-        type), its result of `element`."""
+    def generic(out: str, role: str, operands: list[tuple[str, str, str]], body: list[str], reduce: str = "", element: str = "f32") -> None:
+        """`%out` = a generic over `role` (or over full rows, reducing h from the initial value `reduce`)
+        of (value, its role, its element type), its result of `element`."""
         result = tensor[role].replace("f32", element)
         loops = "full" if reduce else role
         maps = [f"affine_map<({dims[loops]}) -> ({dims[r]})>" for _, r, _ in operands] + [f"affine_map<({dims[loops]}) -> ({dims[role]})>"]
@@ -605,7 +606,7 @@ def _rows_reference(kernel: Kernel, name: str) -> str:
         lines.append(f"    %{out}_e = tensor.empty() : {result}")
         init = f"%{out}_e"
         if reduce:
-            lines.append(f"    %{out}_z = linalg.fill ins(%zero : f32) outs(%{out}_e : {result}) -> {result}")
+            lines.append(f"    %{out}_z = linalg.fill ins({reduce} : f32) outs(%{out}_e : {result}) -> {result}")
             init = f"%{out}_z"
         args = ", ".join(f"%a{i}: {t}" for i, (_, _, t) in enumerate(operands))
         lines.extend([
@@ -617,6 +618,9 @@ def _rows_reference(kernel: Kernel, name: str) -> str:
         ])  # fmt: skip
 
     lines.append("    %zero = arith.constant 0.0 : f32")
+    lines.append("    %one = arith.constant 1.0 : f32")
+    # below every test value; IREE 3.13 fails to compile this softmax for the CPU from -inf or the lowest f32
+    lines.append("    %lowest = arith.constant -3.0e38 : f32")
     for index, (shape, dtype) in enumerate(c.inputs):
         role = c.role(index)
         collapsed = tensor[role].replace("f32", dtype)
@@ -633,14 +637,18 @@ def _rows_reference(kernel: Kernel, name: str) -> str:
         names = iter(f"%a{i}" for i in range(len(reads)))
         args = [next(names) if isinstance(x, int) else f"%k{number}_{i}" for i, x in enumerate(operands)]
         body = [f"%k{number}_{i} = arith.constant {x:.17e} : f32" for i, x in enumerate(operands) if isinstance(x, float)]
-        if op == "sum":
+        if op in _ROW_REDUCTIONS:
             role = "row"
-            body.append(f"%y = arith.addf {args[0]}, %acc : f32")
+            body.append(f"%y = {_ROW_REDUCTIONS[op][0]} {args[0]}, %acc : f32")
         else:
             present = {r for _, r, _ in reads}
             role = "full" if "full" in present or present == {"row", "column"} else present.pop()
             if op == "cast":
                 body.append(f"%y = arith.addf {args[0]}, %zero : f32")
+            elif op == "relu":
+                body.append(f"%y = arith.maximumf {args[0]}, %zero : f32")
+            elif op == "reciprocal":
+                body.append(f"%y = arith.divf %one, {args[0]} : f32")
             elif op in _ROW_UNARY:
                 body.append(f"%y = {_ROW_UNARY[op]} {args[0]} : f32")
             else:
@@ -649,7 +657,7 @@ def _rows_reference(kernel: Kernel, name: str) -> str:
             body += [f"%t = arith.truncf %y : f32 to {dtype}", f"%y2 = arith.extf %t : {dtype} to f32", "linalg.yield %y2 : f32"]
         else:
             body.append("linalg.yield %y : f32")
-        generic(f"v{number}", role, reads, body, reduce=op == "sum")
+        generic(f"v{number}", role, reads, body, reduce=_ROW_REDUCTIONS[op][1] if op in _ROW_REDUCTIONS else "")
         roles.append(role)
     last = len(c.inputs) + len(c.steps) - 1
     assert roles[last] == "full"
@@ -695,7 +703,7 @@ def _run_on_cpu(text: str, compiled: Compiled, inputs: tuple[torch.Tensor, ...],
 WIRED = {
     CONTRACTIONS: {("Conv2d", "nchw"): 1, ("Conv2d", "nhwc"): 3, ("Conv2d", "nhwc depthwise"): 1, ("MaxPool2d", "nhwc"): 1, ("Matmul", "nk"): 2, ("Matmul", "nk+bias"): 1},
     ATTENTION: {("Matmul", "nk+bias"): 2, ("Matmul", "nk"): 1, ("Attention", "strided"): 5},
-    ROWS: {("RowProgram", "rows"): 4},
+    ROWS: {("RowProgram", "rows"): 5},
 }
 
 

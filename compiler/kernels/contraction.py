@@ -333,17 +333,17 @@ class Attention:
 Operand = int | float
 ROW_OPS = {  # a row program's operations and their operand counts
     "add": 2, "sub": 2, "mul": 2, "div": 2,
-    "neg": 1, "rsqrt": 1, "sqrt": 1, "exp": 1, "erf": 1, "tanh": 1,
+    "neg": 1, "reciprocal": 1, "relu": 1, "rsqrt": 1, "sqrt": 1, "exp": 1, "erf": 1, "tanh": 1,
     "cast": 1,  # rounding to the step's dtype, and nothing else
-    "sum": 1,  # over the last dimension, one value per row
+    "sum": 1, "amax": 1,  # over the last dimension, one value per row
 }  # fmt: skip
 
 
 @dataclass(frozen=True)
 class RowProgram:
-    """Elementwise ops and sums along the last dimension of `shape`, which a kernel computes a whole
-    row at a time in registers: a layer norm or RMS norm with the elementwise ops before and after it
-    (a bias, a GELU, a residual add) read and written once. Each input is the result's full shape,
+    """Elementwise ops, sums and maxima along the last dimension of `shape`, which a kernel computes a
+    whole row at a time in registers: a layer norm or RMS norm with the elementwise ops before and
+    after it (a bias, a GELU, a residual add), a softmax, read and written once. Each input is the result's full shape,
     one value per row (`shape[:-1] + (1,)`) or one per column (`(width,)`, broadcast over the rows).
     Each step is (op, dtype, operands...): computed in f32 from its operands, then rounded to its
     dtype, as PyTorch computes each op; the last step is the result."""

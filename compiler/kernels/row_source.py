@@ -4,7 +4,7 @@ Unlike the contraction kernels (triton_source.py), whose arithmetic is fixed, a 
 are the model's own ops, so its kernel is written out as Python text: one program holds BLOCK_R
 whole rows (BLOCK_H >= width columns, masked) in registers, loads each input once, computes every
 step in f32 in order (each rounded to its dtype, as PyTorch rounds each op), sums along the rows
-with the padding masked out, and stores the last step. Triton compiles a function from its source
+and takes maxima along the rows with the padding masked out, and stores the last step. Triton compiles a function from its source
 file, so `write_module` writes one.
 """
 
@@ -20,13 +20,17 @@ ENTRY = "kiln_rows"
 _TRITON_DTYPES = {"f32": "tl.float32", "bf16": "tl.bfloat16", "f16": "tl.float16"}
 _UNARY = {
     "neg": "-{0}",
+    "reciprocal": "tl.div_rn(1.0, {0})",
+    "relu": "tl.maximum({0}, 0.0, propagate_nan=tl.PropagateNan.ALL)",
     "rsqrt": "tl.rsqrt({0})",
     "sqrt": "tl.sqrt_rn({0})",
     "exp": "tl.exp({0})",
     "erf": "tl.erf({0})",
     "tanh": "libdevice.tanh({0})",
     "cast": "{0}",
-    "sum": "tl.sum(tl.where(inside, {0}, 0.0), axis=1)[:, None]",  # the padding columns hold garbage
+    # the padding columns hold garbage; PyTorch's max propagates NaN
+    "sum": "tl.sum(tl.where(inside, {0}, 0.0), axis=1)[:, None]",
+    "amax": "tl.reduce(tl.where(inside, {0}, float('-inf')), 1, _max_of)[:, None]",
 }
 _BINARY = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "tl.div_rn({0}, {1})"}
 
@@ -38,6 +42,11 @@ def source(program: RowProgram) -> str:
         "import triton",
         "import triton.language as tl",
         "from triton.language.extra.cuda import libdevice",
+        "",
+        "",
+        "@triton.jit",
+        "def _max_of(a, b):",
+        "    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)",
         "",
         "",
         "@triton.jit",

@@ -1,8 +1,9 @@
 """Row programs as kiln's GPU row kernel takes them, in one small model (tests/test_kernels.py).
 
 A residual add, a GELU and a layer norm (one program: the bias add and the GELU read once), an RMS
-norm over a width no power of two (96), a layer norm without affine weights after a tanh-GELU, and
-x / ||x|| along the rows (vector_norm's sum and square root). The residual stream `h` is read again
+norm of relu(x) * sigmoid(x) (a reciprocal) over a width no power of two (96), a layer norm without affine weights after a tanh-GELU, and
+x / ||x|| along the rows (vector_norm's sum and square root), and a softmax (the maximum along the
+rows). The residual stream `h` is read again
 after its norm, so it is an input of that program rather than computed inside it. Rows no block
 divides (2 x 37). Takes `dtype` and `batch` like the suite's model files.
 """
@@ -29,10 +30,12 @@ class Rows(nn.Module):
     def forward(self, x: torch.Tensor, residual: torch.Tensor, wide: torch.Tensor) -> tuple[torch.Tensor, ...]:
         h = residual + x
         normed = self.norm(F.gelu(h + self.bias))
-        rms = wide * torch.rsqrt(wide.pow(2).mean(-1, keepdim=True) + 1e-6) * self.scale
+        gated = torch.relu(wide) * torch.sigmoid(wide)
+        rms = gated * torch.rsqrt(gated.pow(2).mean(-1, keepdim=True) + 1e-6) * self.scale
         plain = F.layer_norm(F.gelu(x, approximate="tanh"), (WIDTH,))
         unit = h / h.norm(dim=-1, keepdim=True)
-        return normed, rms, plain, unit, h * 2
+        soft = torch.softmax(x * 2.0, dim=-1)
+        return normed, rms, plain, unit, soft, h * 2
 
 
 def get_model(dtype: str = "f32") -> nn.Module:

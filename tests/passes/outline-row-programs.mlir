@@ -128,3 +128,34 @@ module {
     return %y : !torch.vtensor<[4,16],f32>
   }
 }
+
+// -----
+
+// A softmax as the decompositions leave it: max.dim (its indices unused) is the row maximum, the
+// program's "amax". An elementwise chain with no reduction stays IREE's, however long.
+// CHECK-LABEL: func.func @softmax_and_long_chain
+// CHECK-NEXT:    %[[S:.*]] = call @kiln_rows_0(%arg0)
+// CHECK:         torch.aten.exp %arg1
+// CHECK:       func.func private @kiln_rows_0
+// CHECK-SAME:    steps = {{\[}}["amax", "f32", 0], ["sub", "f32", 0, 1], ["exp", "f32", 2], ["sum", "f32", 3], ["div", "f32", 3, 4]]
+// CHECK:         %{{.*}}, %{{.*}} = torch.aten.max.dim %arg0
+// CHECK-NOT:   func.func private @kiln_rows_1
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on"} {
+  func.func @softmax_and_long_chain(%x: !torch.vtensor<[4,16],f32>, %big: !torch.vtensor<[1024,1024],f32>) -> (!torch.vtensor<[4,16],f32>, !torch.vtensor<[1024,1024],f32>) {
+    %int-1 = torch.constant.int -1
+    %int1 = torch.constant.int 1
+    %none = torch.constant.none
+    %true = torch.constant.bool true
+    %values, %indices = torch.aten.max.dim %x, %int-1, %true : !torch.vtensor<[4,16],f32>, !torch.int, !torch.bool -> !torch.vtensor<[4,1],f32>, !torch.vtensor<[4,1],si64>
+    %shifted = torch.aten.sub.Tensor %x, %values, %int1 : !torch.vtensor<[4,16],f32>, !torch.vtensor<[4,1],f32>, !torch.int -> !torch.vtensor<[4,16],f32>
+    %e = torch.aten.exp %shifted : !torch.vtensor<[4,16],f32> -> !torch.vtensor<[4,16],f32>
+    %dims = torch.prim.ListConstruct %int-1 : (!torch.int) -> !torch.list<int>
+    %sum = torch.aten.sum.dim_IntList %e, %dims, %true, %none : !torch.vtensor<[4,16],f32>, !torch.list<int>, !torch.bool, !torch.none -> !torch.vtensor<[4,1],f32>
+    %soft = torch.aten.div.Tensor %e, %sum : !torch.vtensor<[4,16],f32>, !torch.vtensor<[4,1],f32> -> !torch.vtensor<[4,16],f32>
+    %be = torch.aten.exp %big : !torch.vtensor<[1024,1024],f32> -> !torch.vtensor<[1024,1024],f32>
+    %bm = torch.aten.mul.Tensor %be, %big : !torch.vtensor<[1024,1024],f32>, !torch.vtensor<[1024,1024],f32> -> !torch.vtensor<[1024,1024],f32>
+    %br = torch.aten.relu %bm : !torch.vtensor<[1024,1024],f32> -> !torch.vtensor<[1024,1024],f32>
+    %bq = torch.aten.reciprocal %br : !torch.vtensor<[1024,1024],f32> -> !torch.vtensor<[1024,1024],f32>
+    return %soft, %bq : !torch.vtensor<[4,16],f32>, !torch.vtensor<[1024,1024],f32>
+  }
+}
