@@ -36,7 +36,7 @@ from .outline_contractions import (
     model_functions,
 )
 from .pass_api import Pass, PassRun
-from .torch_build import constant_bool, constant_ints
+from .torch_build import constant_bool, constant_ints, dtype_of, shape_of, static_type
 from .torch_ir import defining_op, is_none, number, splat, tensor_type
 
 STEP_OPS = {
@@ -84,7 +84,7 @@ class _Region:
     steps: list[tuple[Any, ...]]
 
     def description(self) -> dict[str, Any]:
-        inputs = [[list(_shape(value)), _dtype(value)] for value in self.inputs]
+        inputs = [[list(shape_of(value)), dtype_of(value)] for value in self.inputs]
         return {"kind": "rows", "shape": list(self.shape), "inputs": inputs, "steps": [list(step) for step in self.steps]}
 
     def replay(self, build: Builder, args: list[ir.Value]) -> ir.Value:
@@ -100,27 +100,26 @@ class _Region:
 
 def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | None:
     """The row program that ends at `sink`, or None where none does (not a step, no sum, ...)."""
-    shape = _shape(sink.results[0]) if len(sink.results) == 1 else None
-    if shape is None or len(shape) < 2 or shape[-1] < 2 or _step(sink, shape) is None:
+    described = static_type(sink.results[0]) if len(sink.results) == 1 else None
+    shape = tuple(size for size in described.shape if size is not None) if described is not None else ()
+    sink_step = _step(sink, shape) if len(shape) >= 2 and shape[-1] >= 2 else None
+    if sink_step is None:
         return None
-    members = {sink}
+    members = {sink: sink_step}  # each op of the region -> its step, as _step reads it
     grown = True
     while grown:
         grown = False
         for op in list(members):
             for value in op.operands:
                 candidate = defining_op(value)
-                if (
-                    candidate is not None
-                    and candidate not in members
-                    and candidate in position  # the same block
-                    and _step(candidate, shape) is not None
-                    and all(use.owner in members for use in candidate.results[0].uses)
-                ):
-                    members.add(candidate)
+                if candidate is None or candidate in members or candidate not in position:  # the same block only
+                    continue
+                step = _step(candidate, shape)
+                if step is not None and all(use.owner in members for use in candidate.results[0].uses):
+                    members[candidate] = step
                     grown = True
     ops = sorted(members, key=position.__getitem__)
-    if not {STEP_OPS[op.name] for op in ops} & set(REDUCTIONS):
+    if not {kind for kind, _ in members.values()} & set(REDUCTIONS):
         return None
     numbers: dict[ir.Value, int] = {}
     inputs: list[ir.Value] = []
@@ -129,12 +128,12 @@ def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | 
             if defining_op(value) not in members and value not in numbers and _role(value, shape) is not None:
                 numbers[value] = len(inputs)
                 inputs.append(value)
-    if len(inputs) > MAX_INPUTS or not any(_shape(value) == shape for value in inputs):
+    if len(inputs) > MAX_INPUTS or not any(_role(value, shape) == "full" for value in inputs):
         return None
     steps = []
     for op in ops:
-        kind, operands = _step(op, shape) or ("", [])
-        steps.append((kind, _dtype(op.results[0]), *(numbers[x] if isinstance(x, ir.Value) else x for x in operands)))
+        kind, operands = members[op]
+        steps.append((kind, dtype_of(op.results[0]), *(numbers[x] if isinstance(x, ir.Value) else x for x in operands)))
         numbers[op.results[0]] = len(inputs) + len(steps) - 1
     return _Region(shape, ops, inputs, steps)
 
@@ -157,9 +156,7 @@ def _step(op: ir.Operation, shape: tuple[int, ...]) -> tuple[str, list[ir.Value 
         if dims not in ([len(shape) - 1], [-1]) or not keepdim or dtype_given or _role(x, shape) != "full":
             return None
         return kind, [x]
-    if kind == "cast":
-        return (kind, [x]) if _role(x, shape) is not None else None
-    if kind not in BINARY:
+    if kind not in BINARY:  # unary, a cast too
         return (kind, [x]) if _role(x, shape) is not None else None
     operands = [_operand(value, shape) for value in op.operands[:2]]
     if any(operand is None for operand in operands):
@@ -221,19 +218,6 @@ def _cloned_constant(value: ir.Value) -> ir.Value:
         items = [_cloned_constant(item) for item in op.operands]
         return ir.Operation.create(op.name, results=[value.type], operands=items).results[0]
     return op.clone().results[0]
-
-
-def _shape(value: ir.Value) -> tuple[int, ...] | None:
-    described = tensor_type(value.type)
-    if described is None or not described.static:
-        return None
-    return tuple(size for size in described.shape if size is not None)
-
-
-def _dtype(value: ir.Value) -> str:
-    described = tensor_type(value.type)
-    assert described is not None
-    return described.dtype
 
 
 PASS = Pass(

@@ -331,12 +331,6 @@ class Attention:
 # One operand of a row-program step: the number of a value (the inputs first, then the steps' results)
 # or a constant.
 Operand = int | float
-ROW_OPS = {  # a row program's operations and their operand counts
-    "add": 2, "sub": 2, "mul": 2, "div": 2,
-    "neg": 1, "reciprocal": 1, "relu": 1, "rsqrt": 1, "sqrt": 1, "exp": 1, "erf": 1, "tanh": 1,
-    "cast": 1,  # rounding to the step's dtype, and nothing else
-    "sum": 1, "amax": 1,  # over the last dimension, one value per row
-}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,9 @@
 Unlike the contraction kernels (triton_source.py), whose arithmetic is fixed, a row program's steps
 are the model's own ops, so its kernel is written out as Python text: one program holds BLOCK_R
 whole rows (BLOCK_H >= width columns, masked) in registers, loads each input once, computes every
-step in f32 in order (each rounded to its dtype, as PyTorch rounds each op), sums along the rows
-and takes maxima along the rows with the padding masked out, and stores the last step. Triton compiles a function from its source
-file, so `write_module` writes one.
+step in f32 in order (each rounded to its dtype, as PyTorch rounds each op), sums and takes maxima
+along the rows with the padding masked out, and stores the last step. Triton compiles a function
+from its source file, so `write_module` writes one.
 """
 
 from __future__ import annotations
