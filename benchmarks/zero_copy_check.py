@@ -189,6 +189,27 @@ def check_lifetimes(load: Loader, device: torch.device) -> None:
     _same(result, tuple(t + 1 for t in expected), device)
 
 
+def check_result_reuse(load: Loader, device: torch.device) -> None:
+    """A dropped result's memory serves the next call where calls write into torch's tensors; a
+    result still held, a view of one and a DLPack export of one are never written over."""
+    from torch.utils.dlpack import from_dlpack, to_dlpack
+
+    module = load("affine")
+    x, y = _inputs("affine", device)
+    expected = _eager("affine", x, y)
+    pointer = module(x, y).data_ptr()  # dropped at once
+    again = module(x, y)
+    if module.functions["main"]._results is not None:  # the pool's promise; IREE's allocator may reuse too
+        assert again.data_ptr() == pointer, "the dropped result's memory was not reused"
+    view = module(x, y)[1:]
+    exported = to_dlpack(module(x, y))
+    for scale in (2.0, 3.0, 4.0, 5.0):  # more calls than the pool holds, with other values
+        module(x * scale, y)
+    _same(again, expected, device)
+    _same(view, tuple(t[1:] for t in expected), device)
+    _same(from_dlpack(exported), expected, device)
+
+
 def check_strided(load: Loader, device: torch.device) -> None:
     """A non-contiguous input is copied once, counted and warned about once; the result is right."""
     module = load("affine")
@@ -334,6 +355,7 @@ CHECKS: dict[str, Callable[[Loader, torch.device], None]] = {
     "dtypes": check_dtypes,
     "aliasing": check_aliasing,
     "lifetimes": check_lifetimes,
+    "result reuse": check_result_reuse,
     "strided": check_strided,
     "misaligned": check_misaligned,
     "wrong device": check_wrong_device,

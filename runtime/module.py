@@ -27,6 +27,7 @@ from .executors import Context, CpuExecutor, Executor
 from .integrity import artifact_lock, check_declarations, check_files
 from .manifest import PARAMETER_SCOPE, FunctionSpec, Manifest, manifest_path, parameters_path
 from .plans import Plan, plan, signature_of
+from .result_pool import ResultPool
 from .tensors import to_numpy
 
 STAGE = "runtime"
@@ -126,6 +127,7 @@ class Function:
         # On a GPU, results go into tensors torch allocates, through the artifact's out variant.
         use_out = boundary.storage_results and spec.out_variant is not None
         self._out_function = vm_module.lookup_function(spec.out_variant) if use_out else None
+        self._results = ResultPool(boundary.storage, capacity=2 * len(spec.returns)) if use_out else None
         self._executor = executor
         self._boundary = boundary
         self._plans: dict[Hashable, Plan] = {}
@@ -150,10 +152,11 @@ class Function:
         signature = signature_of(args)
         call_plan = self._plans.get(signature) or self._plan(args, signature)
         boundary = self._boundary
+        stream = boundary.stream()
         tensors, views = self._enter(args)
-        function, arguments, stored = self._arguments(views, call_plan)
+        function, arguments, stored = self._arguments(views, call_plan, stream)
         results = rt.VmVariantList(len(call_plan.result_dtypes))
-        boundary.before_call()
+        boundary.before_call(stream)  # after _enter: its copies are queued on the stream too
         try:
             self._executor.invoke((self.spec.name, signature), function, arguments, results)
         except Exception as exc:
@@ -187,9 +190,10 @@ class Function:
 
         It times the computation alone (kiln.measure.bench's "kiln" column): no checks, no boundary
         for the inputs. Returns IREE's views of the results once they are ready, like every call of a
-        synchronous IREE function.
+        synchronous IREE function. Where calls write into torch's tensors, the views are of memory the
+        next call may reuse (kiln.runtime.result_pool): read them before calling again.
         """
-        function, arguments, stored = self._arguments(uploaded.views, uploaded.plan)
+        function, arguments, stored = self._arguments(uploaded.views, uploaded.plan, self._boundary.stream())
         results = rt.VmVariantList(len(self._returns))
         self._executor.invoke((self.spec.name, uploaded.signature), function, arguments, results)
         if stored is not None:  # the views keep the torch tensors they view alive
@@ -199,15 +203,15 @@ class Function:
         return results
 
     def _arguments(
-        self, views: Sequence[rt.HalBufferView], call_plan: Plan
+        self, views: Sequence[rt.HalBufferView], call_plan: Plan, stream: Hashable
     ) -> tuple[rt.VmFunction, rt.VmVariantList, list[tuple[torch.Tensor, rt.HalBufferView]] | None]:
         """The function to invoke and its arguments: the inputs' views, then, where calls write their
-        results into tensors torch allocates (the out variant), a fresh one per result, returned too
-        (None: IREE allocates the results)."""
+        results into tensors torch allocates (the out variant), one per result from the pool (lent on
+        `stream`), returned too (None: IREE allocates the results)."""
         stored = None
-        if self._out_function is not None and call_plan.result_shapes is not None:
+        if self._results is not None and call_plan.result_shapes is not None:
             stored = [
-                self._boundary.storage(shape, dtype)
+                self._results.take(shape, dtype, stream)
                 for shape, dtype in zip(call_plan.result_shapes, call_plan.result_dtypes, strict=True)
             ]
         arguments = rt.VmVariantList(len(views) + len(stored or ()))

@@ -46,7 +46,9 @@ def test_check_on_cpu(cpu_artifacts, check):
     checks.CHECKS[check](checks.loader(cpu_artifacts), CPU)
 
 
-@pytest.mark.parametrize("check", ["zero copy", "dtypes", "aliasing", "lifetimes", "concurrent", "dynamic", "zero size"])
+@pytest.mark.parametrize(
+    "check", ["zero copy", "dtypes", "aliasing", "lifetimes", "result reuse", "concurrent", "dynamic", "zero size"]
+)
 def test_check_on_cpu_through_out_variants(cpu_artifacts, check, monkeypatch):
     """The CUDA route on the CPU: results allocated by torch, written by IREE through `main$out`."""
     monkeypatch.setattr(HostBoundary, "storage_results", True)
