@@ -121,7 +121,8 @@ def compile_command(
       cuda          NVIDIA, PTX: sm_60 ... sm_89, sm_120. Hopper (sm_90: H100, H200) gets sm_90a
                     code with kiln's own kernels for matmuls, convolutions (batch norm
                     and ReLU fused), depthwise convolutions, max pooling, attention,
-                    and layer norms and softmax with the elementwise ops around them;
+                    layer norms and softmax with the elementwise ops around them, and
+                    long elementwise chains (GELU);
                     other GPUs IREE 3.13 lacks (sm_100: B200) get sm_80, which their
                     driver JIT-compiles. Default: the local GPU, else sm_80.
       vulkan-spirv  Vulkan compute: ampere, ada, turing, sm_XX, rdna3, valhall, adreno, ...

@@ -107,6 +107,8 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
     for function in model_functions(module):
         for op in ops_named(function, ("torch.aten.bmm",)):
             _bmm_as_mm(op)
+        for op in ops_named(function, ("torch.aten.mm",)):
+            _bias_before_view(op)
         for op in ops_named(function, ("torch.aten.mm", "torch.aten.convolution", "torch.aten.max_pool2d", "torch.aten.scaled_dot_product_attention")):
             _outline(outliner, op, *precisions)
 
@@ -318,27 +320,48 @@ def _match_mm(op: ir.Operation, precision: str) -> Match | None:
 
 
 def _bias_epilogue(op: ir.Operation, n: int, dtype: str) -> tuple[ir.Value | None, list[ir.Operation]]:
-    """nn.Linear's bias after an f32 matmul: `add(mm, bias[n], 1)`, the add being the matmul's only
-    user, and, for a bf16 Linear (f32 from upcast 16-bit values), the `to.dtype` back to 16 bits that is
-    the add's only user. Returns (the bias as the kernel reads it, in the operands' dtype; [add] or
-    [add, to.dtype]), or (None, []). The kernel adds the bias to its f32 accumulator and rounds once,
-    which is what the f32 ops compute."""
+    """nn.Linear's bias after a matmul: `add(mm, bias[n], 1)`, the add being the matmul's only user,
+    and, for a bf16 Linear computed in f32 from upcast 16-bit values, the `to.dtype` back to 16 bits
+    that is the add's only user. Returns (the bias as the kernel reads it, in the operands' dtype;
+    [add] or [add, to.dtype]), or (None, []). The kernel adds the bias to its f32 accumulator and
+    rounds once, which is what the f32 ops compute; where the graph adds a 16-bit bias to a 16-bit
+    product, it rounds once where the graph rounds twice (as cuBLAS's addmm, eager's nn.Linear, does)."""
     product = static_type(op.results[0])
     add = _only_user(op.results[0], "torch.aten.add.Tensor")
-    if product is None or product.dtype != "f32" or add is None:
-        return None, []
-    if add.operands[0] != op.results[0] or number(add.operands[2]) != 1:
+    if product is None or add is None or add.operands[0] != op.results[0] or number(add.operands[2]) != 1:
         return None, []
     bias, upcast = _strip_upcast(add.operands[1])
     bias_type = static_type(bias)
-    if bias_type is None or bias_type.shape != (n,) or bias_type.dtype != dtype or upcast != (dtype != "f32"):
+    if bias_type is None or bias_type.shape != (n,) or bias_type.dtype != dtype or upcast != (product.dtype != dtype):
         return None, []
-    if dtype == "f32":
+    if product.dtype == dtype:  # f32, or a 16-bit product and bias added as they are
         return bias, [add]
     cast = _only_user(add.results[0], "torch.aten.to.dtype")
     if cast is None or static_type(cast.results[0]) is None or static_type(cast.results[0]).dtype != dtype:
         return None, []
     return bias, [add, cast]
+
+
+def _bias_before_view(op: ir.Operation) -> None:
+    """`add(view(mm), bias[n], 1)` -> `view(add(mm, bias, 1))` where the view keeps the matmul's
+    columns (nn.Linear on a batch of sequences, as torch.export leaves nn.MultiheadAttention's
+    in-projection), so that the bias joins the matmul's epilogue (_bias_epilogue)."""
+    view = _only_user(op.results[0], "torch.aten.view")
+    add = _only_user(view.results[0], "torch.aten.add.Tensor") if view is not None else None
+    if view is None or add is None or add.operands[0] != view.results[0]:
+        return
+    product, viewed, bias, added = (static_type(value) for value in (op.results[0], view.results[0], add.operands[1], add.results[0]))
+    if product is None or viewed is None or bias is None or added is None or added.dtype != product.dtype:
+        return
+    if viewed.shape[-1:] != product.shape[-1:] or bias.shape != product.shape[-1:]:
+        return
+    with add.location, ir.InsertionPoint(add):
+        build = Builder()
+        sum_ = build.op("torch.aten.add.Tensor", [op.results[0], add.operands[1], add.operands[2]], op.results[0].type)
+        moved = build.view(sum_, list(viewed.shape))
+    add.results[0].replace_all_uses_with(moved)
+    add.erase()
+    view.erase()
 
 
 def _only_user(value: ir.Value, name: str) -> ir.Operation | None:

@@ -13,9 +13,10 @@ is one the kernel computes (elementwise arithmetic, neg, reciprocal, relu, rsqrt
 tanh, a float `to.dtype`, a sum or maximum over the last dimension with keepdim) and every user of
 its result is already in the region; its tensor operands must be of the full shape, one value per
 row ([..., 1]) or one per column ([H]). Everything else the region reads is an input of the
-function. A region is outlined only if it reduces along its rows: elementwise chains alone IREE
-fuses into one pass already (outlining long ones too, GELUs of 1M elements and more, measured no
-faster on the H100: benchmarks/NOTES.md).
+function. A region is outlined if it reduces along its rows, or if it is an elementwise chain of
+at least LONG_CHAIN_ELEMENTS elements with an exp, erf or tanh (a GELU between two Linear layers):
+IREE fuses such a chain into one pass too, but its dispatch runs one warp a workgroup, at about
+half the H100's bandwidth (benchmarks/NOTES.md); shorter chains are left to it.
 
 Applies where outline-contractions does (cuda, sm_90a, the torch hand-off, kernels on).
 """
@@ -51,6 +52,11 @@ REDUCTIONS = ("sum", "amax")
 FLOAT_DTYPES = ("f32", "bf16", "f16")
 BINARY = ("add", "sub", "mul", "div")
 MAX_INPUTS = 8  # more operands than this is not a norm's neighbourhood
+# An elementwise chain alone is outlined when it is long and costly enough for the kernel's full
+# bandwidth to pay over IREE's one-warp elementwise dispatches. Measured on the H100 (interleaved
+# A/B, benchmarks/NOTES.md): 2M elements 4% faster a call, 1M 7-10% slower, 16M 22-32% faster.
+TRANSCENDENTAL = ("exp", "erf", "tanh")
+LONG_CHAIN_ELEMENTS = 1 << 21
 
 
 def run(module: ir.Operation, pass_run: PassRun) -> None:
@@ -119,7 +125,8 @@ def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | 
                     members[candidate] = step
                     grown = True
     ops = sorted(members, key=position.__getitem__)
-    if not {kind for kind, _ in members.values()} & set(REDUCTIONS):
+    kinds = {kind for kind, _ in members.values()}
+    if not kinds & set(REDUCTIONS) and not (kinds & set(TRANSCENDENTAL) and math.prod(shape) >= LONG_CHAIN_ELEMENTS):
         return None
     numbers: dict[ir.Value, int] = {}
     inputs: list[ir.Value] = []

@@ -203,7 +203,8 @@ def _cuda() -> tuple[Knob, ...]:
     kernels = Knob(
         "kernels",
         "kiln's own kernels on Hopper (sm_90a; compiler/kernels/): matmuls, convolutions, depthwise convolutions, "
-        "max pooling, attention, and row programs (layer norms and softmax with the ops around them); or IREE's code for all",
+        "max pooling, attention, and row programs (layer norms and softmax with the ops around them, long "
+        "elementwise chains); or IREE's code for all",
         (Choice("on"), Choice("off", options=(("kernels", "off"),))),
     )
     return (*_llvm_gpu("cuda"), kernels)

@@ -95,6 +95,38 @@ module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff 
 
 // -----
 
+// The same with its bias, added in bf16 after the view back to [batch, rows, 24]: the add moves before
+// the view, onto the matmul's rows, and the kernel adds the bias (bias = true; IREE's fallback adds it
+// in bf16 as the graph did).
+// CHECK-LABEL: func.func @broadcast_bmm_bias
+// CHECK:         %[[MM:.*]] = call @kiln_mm_0(%{{.*}}, %arg1, %arg2) : (!torch.vtensor<[64,16],bf16>, !torch.vtensor<[24,16],bf16>, !torch.vtensor<[24],bf16>) -> !torch.vtensor<[64,24],bf16>
+// CHECK:         %[[Y:.*]] = torch.aten.view %[[MM]], {{.*}} -> !torch.vtensor<[8,8,24],bf16>
+// CHECK-NOT:     torch.aten.add.Tensor
+// CHECK:         return %[[Y]]
+// CHECK:       func.func private @kiln_mm_0
+// CHECK-SAME:    bias = true, dtype = "bf16", {{.*}} m = 64 : i64, n = 24 : i64, out_dtype = "bf16"
+// CHECK:         %[[P:.*]] = torch.aten.mm
+// CHECK-NEXT:    %[[B:.*]] = torch.aten.add.Tensor %[[P]], %arg2, {{.*}} -> !torch.vtensor<[64,24],bf16>
+// CHECK-NEXT:    return %[[B]]
+module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on"} {
+  func.func @broadcast_bmm_bias(%x: !torch.vtensor<[8,8,16],bf16>, %w: !torch.vtensor<[24,16],bf16>, %b: !torch.vtensor<[24],bf16>) -> !torch.vtensor<[8,8,24],bf16> {
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int8 = torch.constant.int 8
+    %int16 = torch.constant.int 16
+    %int24 = torch.constant.int 24
+    %swap = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %wt = torch.aten.permute %w, %swap : !torch.vtensor<[24,16],bf16>, !torch.list<int> -> !torch.vtensor<[16,24],bf16>
+    %shape = torch.prim.ListConstruct %int8, %int16, %int24 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %wb = torch.aten.broadcast_to %wt, %shape : !torch.vtensor<[16,24],bf16>, !torch.list<int> -> !torch.vtensor<[8,16,24],bf16>
+    %y = torch.aten.bmm %x, %wb : !torch.vtensor<[8,8,16],bf16>, !torch.vtensor<[8,16,24],bf16> -> !torch.vtensor<[8,8,24],bf16>
+    %z = torch.aten.add.Tensor %y, %b, %int1 : !torch.vtensor<[8,8,24],bf16>, !torch.vtensor<[24],bf16>, !torch.int -> !torch.vtensor<[8,8,24],bf16>
+    return %z : !torch.vtensor<[8,8,24],bf16>
+  }
+}
+
+// -----
+
 // A depthwise convolution (groups = channels, one 3x3 filter each; MobileNet's), bf16 and f32: the
 // f32 one computes in plain f32 FMAs ("ieee"), whatever the convolution precision.
 // CHECK-LABEL: func.func @depthwise

@@ -132,16 +132,21 @@ module {
 // -----
 
 // A softmax as the decompositions leave it: max.dim (its indices unused) is the row maximum, the
-// program's "amax". An elementwise chain with no reduction stays IREE's, however long.
-// CHECK-LABEL: func.func @softmax_and_long_chain
-// CHECK-NEXT:    %[[S:.*]] = call @kiln_rows_0(%arg0)
-// CHECK:         torch.aten.exp %arg1
+// program's "amax". An elementwise chain with no reduction is a row program only when it has an exp,
+// erf or tanh and at least 2^21 elements: %big's is; %small's (2^20) and %plain's (no exp) stay IREE's.
+// CHECK-LABEL: func.func @softmax_and_chains
+// CHECK-NEXT:    %[[S:.*]] = call @kiln_rows_1(%arg0)
+// CHECK-NEXT:    %[[B:.*]] = call @kiln_rows_0(%arg1)
+// CHECK-NEXT:    torch.aten.exp %arg2
+// CHECK:         torch.aten.relu %arg1
 // CHECK:       func.func private @kiln_rows_0
+// CHECK-SAME:    steps = {{\[}}["exp", "f32", 0], ["mul", "f32", 1, 0], ["relu", "f32", 2], ["reciprocal", "f32", 3]]
+// CHECK:       func.func private @kiln_rows_1
 // CHECK-SAME:    steps = {{\[}}["amax", "f32", 0], ["sub", "f32", 0, 1], ["exp", "f32", 2], ["sum", "f32", 3], ["div", "f32", 3, 4]]
 // CHECK:         %{{.*}}, %{{.*}} = torch.aten.max.dim %arg0
-// CHECK-NOT:   func.func private @kiln_rows_1
+// CHECK-NOT:   func.func private @kiln_rows_2
 module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff = "torch", kiln.kernels = "on"} {
-  func.func @softmax_and_long_chain(%x: !torch.vtensor<[4,16],f32>, %big: !torch.vtensor<[1024,1024],f32>) -> (!torch.vtensor<[4,16],f32>, !torch.vtensor<[1024,1024],f32>) {
+  func.func @softmax_and_chains(%x: !torch.vtensor<[4,16],f32>, %big: !torch.vtensor<[2048,1024],f32>, %small: !torch.vtensor<[1024,1024],f32>) -> (!torch.vtensor<[4,16],f32>, !torch.vtensor<[2048,1024],f32>, !torch.vtensor<[1024,1024],f32>, !torch.vtensor<[2048,1024],f32>) {
     %int-1 = torch.constant.int -1
     %int1 = torch.constant.int 1
     %none = torch.constant.none
@@ -152,10 +157,14 @@ module attributes {kiln.target = "cuda", kiln.gpu_arch = "sm_90a", kiln.handoff 
     %dims = torch.prim.ListConstruct %int-1 : (!torch.int) -> !torch.list<int>
     %sum = torch.aten.sum.dim_IntList %e, %dims, %true, %none : !torch.vtensor<[4,16],f32>, !torch.list<int>, !torch.bool, !torch.none -> !torch.vtensor<[4,1],f32>
     %soft = torch.aten.div.Tensor %e, %sum : !torch.vtensor<[4,16],f32>, !torch.vtensor<[4,1],f32> -> !torch.vtensor<[4,16],f32>
-    %be = torch.aten.exp %big : !torch.vtensor<[1024,1024],f32> -> !torch.vtensor<[1024,1024],f32>
-    %bm = torch.aten.mul.Tensor %be, %big : !torch.vtensor<[1024,1024],f32>, !torch.vtensor<[1024,1024],f32> -> !torch.vtensor<[1024,1024],f32>
-    %br = torch.aten.relu %bm : !torch.vtensor<[1024,1024],f32> -> !torch.vtensor<[1024,1024],f32>
-    %bq = torch.aten.reciprocal %br : !torch.vtensor<[1024,1024],f32> -> !torch.vtensor<[1024,1024],f32>
-    return %soft, %bq : !torch.vtensor<[4,16],f32>, !torch.vtensor<[1024,1024],f32>
+    %be = torch.aten.exp %big : !torch.vtensor<[2048,1024],f32> -> !torch.vtensor<[2048,1024],f32>
+    %bm = torch.aten.mul.Tensor %be, %big : !torch.vtensor<[2048,1024],f32>, !torch.vtensor<[2048,1024],f32> -> !torch.vtensor<[2048,1024],f32>
+    %br = torch.aten.relu %bm : !torch.vtensor<[2048,1024],f32> -> !torch.vtensor<[2048,1024],f32>
+    %bq = torch.aten.reciprocal %br : !torch.vtensor<[2048,1024],f32> -> !torch.vtensor<[2048,1024],f32>
+    %se = torch.aten.exp %small : !torch.vtensor<[1024,1024],f32> -> !torch.vtensor<[1024,1024],f32>
+    %sm = torch.aten.mul.Tensor %se, %small : !torch.vtensor<[1024,1024],f32>, !torch.vtensor<[1024,1024],f32> -> !torch.vtensor<[1024,1024],f32>
+    %pr = torch.aten.relu %big : !torch.vtensor<[2048,1024],f32> -> !torch.vtensor<[2048,1024],f32>
+    %pm = torch.aten.mul.Tensor %pr, %big : !torch.vtensor<[2048,1024],f32>, !torch.vtensor<[2048,1024],f32> -> !torch.vtensor<[2048,1024],f32>
+    return %soft, %bq, %sm, %pm : !torch.vtensor<[4,16],f32>, !torch.vtensor<[2048,1024],f32>, !torch.vtensor<[1024,1024],f32>, !torch.vtensor<[2048,1024],f32>
   }
 }
