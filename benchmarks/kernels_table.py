@@ -106,6 +106,9 @@ def table(results: dict, source: str) -> str:
         f"the FP32 cores, {PEAKS['f32']:.0f} peak. `code` says what kiln uses by default: its kernel, or "
         "IREE's code where that measured faster.",
         "",
+        "The zoo's models (GPT-2, BERT, ResNet-50, ViT, Mixtral, Whisper) have a table of their own, each kernel "
+        "timed inside its model's call: ZOO_KERNELS.md (`benchmarks/zoo_kernels.py`).",
+        "",
         "Two things the kernel times leave out. NHWC convolution kernels read activations in NHWC, and a "
         "model's are NCHW: in a model, IREE moves the layout changes into the elementwise dispatches "
         "around each kernel (batch norm, ReLU), but a transpose may stay where a tensor has several uses. "

@@ -31,11 +31,13 @@ from kiln.measure.results import (
     summarize,
     worst_per_model,
 )
+from kiln.compiler.kernels.contraction import Conv2d, Matmul
 from kiln.measure.timing import Settings, measure
 from kiln.runtime.numerics import computes_in_tf32
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import suite  # benchmarks/ holds scripts, not a package
+import zoo_kernels
 
 TINY_MODEL = '''
 import torch
@@ -278,3 +280,22 @@ def test_f32_outputs_of_tf32_artifacts_get_tf32s_tolerance():
     kernels = ({"code": "kiln", "precision": "tf32"},)
     assert computes_in_tf32(kernels) and not computes_in_tf32(({"code": "iree", "precision": "tf32"},))
     assert not computes_in_tf32(({"code": "kiln", "precision": "tf32x3"},))
+
+
+@pytest.mark.parametrize(
+    "contraction",
+    [
+        Matmul(m=64, n=2304, k=768, dtype="f32", out_dtype="f32", b_layout="kn", precision="tf32x3", bias=True),
+        Matmul(m=8192, n=3072, k=768, dtype="bf16", out_dtype="bf16", bias=True),
+        Conv2d(n=1, c=3, h=224, w=224, k_out=64, r=7, s=7, stride=(2, 2), padding=(3, 3), dilation=(1, 1), dtype="f32", out_dtype="f32", precision="tf32"),
+        Conv2d(n=2, c=32, h=56, w=56, k_out=32, r=3, s=3, stride=(1, 1), padding=(2, 2), dilation=(2, 2), dtype="bf16", out_dtype="bf16", groups=32),
+    ],
+    ids=lambda contraction: contraction.label,
+)
+def test_zoo_kernel_table_reads_the_manifests_labels(contraction):
+    """zoo_kernels reads each contraction's size back from its manifest label: the FLOPs kiln's own
+    description counts, and the precision the kernel runs."""
+    shape = zoo_kernels.shape_of(contraction.label)
+    assert shape is not None and shape["flops"] == contraction.flops
+    assert shape["precision"] == (contraction.precision or contraction.dtype)
+    assert zoo_kernels.shape_of("rows64x768-f32-12ops-f2c5c0e2") is None
