@@ -15,7 +15,7 @@ from kiln.runtime.module import LoadedModule
 
 from .bench import nothing, upload
 from .results import Timing
-from .timing import Settings, measure, torch_device_for
+from .timing import Settings, measure, measure_alternating, torch_device_for
 
 # Enough calls for a stable median of a few microseconds, and enough warm-up for the CPU runtime
 # to choose its executor (kiln.runtime.executors) before the timed calls.
@@ -42,8 +42,9 @@ def call_overhead(module: LoadedModule, device: str | None = None) -> dict[str, 
         raise ValueError(f"the one-add artifact returned {result.tolist()} for 2 + 1")
     uploaded = upload(module, (x,))
     with torch.no_grad():
+        called, alone = measure_alternating([lambda: module(x), lambda: module.call_on_device(uploaded)], nothing, SETTINGS)
         return {
-            "kiln_call": Timing.of(measure(lambda: module(x), nothing, SETTINGS)),
-            "kiln": Timing.of(measure(lambda: module.call_on_device(uploaded), nothing, SETTINGS)),
+            "kiln_call": Timing.of(called),
+            "kiln": Timing.of(alone),
             "eager": Timing.of(measure(lambda: model(x), sync, SETTINGS)),
         }

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,19 +32,28 @@ class Settings:
 
 def measure(call: Callable[[], Any], sync: Callable[[], None], settings: Settings) -> list[int]:
     """Nanoseconds of each timed call of `call` (each followed by `sync`), after `settings.warmup` calls."""
-    warmup_deadline = time.perf_counter_ns() + int(settings.budget_s * 1e9 / 2)
+    return measure_alternating([call], sync, settings)[0]
+
+
+def measure_alternating(calls: Sequence[Callable[[], Any]], sync: Callable[[], None], settings: Settings) -> list[list[int]]:
+    """`measure` for several ways of making the same call, one of each in turn, so that a drift of
+    the machine (clocks, other work) falls on each alike: their differences are then the calls'.
+    The budget is `settings.budget_s` for each."""
+    warmup_deadline = time.perf_counter_ns() + int(len(calls) * settings.budget_s * 1e9 / 2)
     for index in range(settings.warmup):
         if index and time.perf_counter_ns() > warmup_deadline:
             break
-        call()
-        sync()
-    samples: list[int] = []
-    deadline = time.perf_counter_ns() + int(settings.budget_s * 1e9)
-    while len(samples) < settings.iterations and (len(samples) < 3 or time.perf_counter_ns() < deadline):
-        start = time.perf_counter_ns()
-        call()
-        sync()
-        samples.append(time.perf_counter_ns() - start)
+        for call in calls:
+            call()
+            sync()
+    samples: list[list[int]] = [[] for _ in calls]
+    deadline = time.perf_counter_ns() + int(len(calls) * settings.budget_s * 1e9)
+    while len(samples[0]) < settings.iterations and (len(samples[0]) < 3 or time.perf_counter_ns() < deadline):
+        for call, times in zip(calls, samples, strict=True):
+            start = time.perf_counter_ns()
+            call()
+            sync()
+            times.append(time.perf_counter_ns() - start)
     return samples
 
 

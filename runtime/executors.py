@@ -6,11 +6,12 @@ are correct and take their turns.
 
 On the CPU, IREE's `local-task` driver runs a call's work on a pool of threads, and waking them
 costs 10-40 us a call; `local-sync` runs it on the caller's thread for a few us. Neither is best
-for every call, so `CpuExecutor` times both per input signature on the first calls and keeps the
-faster: a call that takes `local-task` over THREADED_ENOUGH_NS, or whose first `local-sync` call is
-hopelessly slower, stays on `local-task` without more trials. Both run the same compiled code, so
-results do not depend on the choice. The `local-sync` context is made on first need, sharing the
-loaded modules (weights are not loaded twice).
+for every call, so `CpuExecutor` times both per input signature on the first calls, alternating
+between them (so that the first calls' cold memory and whatever else the machine does meanwhile
+fall on both alike), and keeps the faster: a call that takes `local-task` over
+THREADED_ENOUGH_NS, or whose first `local-sync` call is hopelessly slower, stays on `local-task`
+without more trials. Both run the same compiled code, so results do not depend on the choice. The
+`local-sync` context is made on first need, sharing the loaded modules (weights are not loaded twice).
 """
 
 from __future__ import annotations
@@ -80,8 +81,8 @@ CALLS_TO_CHOOSE = 1 + 2 * TRIALS  # a signature's calls until its executor is ch
 class CpuExecutor(Executor):
     """local-task or local-sync, whichever ran a signature's calls faster (see the module docstring).
 
-    Per signature: one untimed call and TRIALS timed ones on local-task, then (unless those were
-    slow enough that threads surely pay) TRIALS on local-sync; the faster fastest call wins.
+    Per signature: one untimed call on local-task, then TRIALS timed calls on each, alternating
+    (unless local-task's were slow enough that threads surely pay); the faster fastest call wins.
     """
 
     def __init__(self, context: Context, make_sync: Callable[[], Context]) -> None:
@@ -113,7 +114,7 @@ class CpuExecutor(Executor):
     def _next_trial(self, signature: Hashable) -> Context:
         with self._lock:
             trial = self._trials.setdefault(signature, _Trial())
-            if len(trial.task) <= TRIALS:  # the first is the untimed one
+            if len(trial.task) - 1 <= len(trial.sync):  # task[0] is the untimed call
                 return self.context
             if self._sync is None:
                 self._sync = self._make_sync()
@@ -126,11 +127,11 @@ class CpuExecutor(Executor):
                 return
             (trial.task if context is self.context else trial.sync).append(elapsed_ns)
             fastest_task = min(trial.task[1:], default=None)
-            if len(trial.task) <= TRIALS or fastest_task is None:
+            if fastest_task is None:
                 return
             if fastest_task > THREADED_ENOUGH_NS or (trial.sync and trial.sync[0] > HOPELESS * fastest_task):
                 self._decide(signature, self.context)
-            elif len(trial.sync) >= TRIALS:
+            elif len(trial.sync) >= TRIALS and len(trial.task) > TRIALS:
                 assert self._sync is not None
                 self._decide(signature, self._sync if min(trial.sync) < fastest_task else self.context)
 

@@ -32,7 +32,7 @@ from kiln.measure.results import (
     worst_per_model,
 )
 from kiln.compiler.kernels.contraction import Conv2d, Matmul
-from kiln.measure.timing import Settings, measure
+from kiln.measure.timing import Settings, measure, measure_alternating
 from kiln.runtime.numerics import computes_in_tf32
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -91,6 +91,16 @@ def test_measure_warms_up_then_times_each_call_synchronized():
 def test_measure_stops_at_the_budget_but_times_three_calls():
     samples = measure(lambda: None, lambda: None, Settings(warmup=1, iterations=1000, budget_s=0.0))
     assert len(samples) == 3
+
+
+def test_measure_alternating_times_the_calls_in_turn():
+    """kiln's two columns are timed call by call in turn, so a drift of the machine falls on both."""
+    order: list[str] = []
+    first, second = measure_alternating(
+        [lambda: order.append("a"), lambda: order.append("b")], lambda: None, Settings(warmup=2, iterations=4)
+    )
+    assert len(first) == len(second) == 4
+    assert order == ["a", "b"] * 6
 
 
 def test_numerics_take_the_worst_output_and_a_tolerance_by_dtype():

@@ -152,6 +152,26 @@ def test_cpu_calls_choose_one_thread_for_tiny_work_and_keep_results(affine):
     assert set(module.executor.chosen().values()) <= {"local-task", "local-sync"} and module.executor.chosen()
 
 
+def test_cpu_trials_alternate_between_the_two_drivers(affine, monkeypatch):
+    """One untimed call on local-task, then local-task and local-sync in turn, so that whatever slows
+    the first calls (cold memory, a busy machine) falls on both; then the choice is made."""
+    order = []
+    timed_invoke = executors.Context.timed_invoke
+
+    def recorded(self, *args):
+        order.append(self.name)
+        return timed_invoke(self, *args)
+
+    monkeypatch.setattr(executors.Context, "timed_invoke", recorded)
+    monkeypatch.setattr(executors, "HOPELESS", float("inf"))  # no early choice either way
+    module = affine("affine")
+    x, y = (torch.randn(64, 256) for _ in range(2))
+    for _ in range(executors.CALLS_TO_CHOOSE + 2):
+        module(x, y)
+    assert order == ["local-task"] + ["local-task", "local-sync"] * executors.TRIALS
+    assert len(module.executor.chosen()) == 1
+
+
 def test_slow_enough_calls_stay_on_the_thread_pool(affine, monkeypatch):
     monkeypatch.setattr(executors, "THREADED_ENOUGH_NS", 0)
     module = affine("affine")
