@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from conftest import EXAMPLES, ROOT
 
 from kiln.cli.main import kiln
+from kiln.compiler.kernels.contraction import Conv2d, Matmul
 from kiln.measure import thin
 from kiln.measure.bench import check_numerics
 from kiln.measure.results import (
@@ -31,7 +32,6 @@ from kiln.measure.results import (
     summarize,
     worst_per_model,
 )
-from kiln.compiler.kernels.contraction import Conv2d, Matmul
 from kiln.measure.timing import Settings, measure, measure_alternating
 from kiln.runtime.numerics import computes_in_tf32
 
