@@ -142,11 +142,16 @@ def table(results: dict, source: str) -> str:
             f"{best['kernel_ms'] * 1000:.1f} | {tflops:.1f} | {100 * tflops / peak:.0f}% | {torch_ms * 1000:.1f} | "
             f"{flops / torch_ms / 1e9:.1f} | {ratio:.2f} | {iree_text} | {'iree' if faster_iree else 'kiln'} |"
         )
-    lines += ["", "Geometric mean of kiln/torch over the shapes kiln's kernels compute, by what they run:", ""]
+    return "\n".join(lines + geomean_lines(ratios)) + "\n"
+
+
+def geomean_lines(ratios: dict[str, list[float]]) -> list[str]:
+    """The tables' footer: the geometric mean of kiln/torch per precision kiln's kernels run."""
+    lines = ["", "Geometric mean of kiln/torch over the shapes kiln's kernels compute, by what they run:", ""]
     for precision, values in ratios.items():
         geomean = math.exp(sum(math.log(v) for v in values) / len(values))
         lines.append(f"- {precision}: {geomean:.2f}x over {len(values)} shapes")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def main(path: Path) -> None:

@@ -19,13 +19,12 @@ leaves to IREE's code (`code` iree in the manifest) are listed without a kiln ti
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 from pathlib import Path
 
 import click
-from kernels_table import PEAKS  # benchmarks/ holds scripts, not a package
+from kernels_table import PEAKS, geomean_lines  # benchmarks/ holds scripts, not a package
 
 BENCHMARKS = Path(__file__).resolve().parent
 ROOT = BENCHMARKS.parent
@@ -156,11 +155,7 @@ def table(results: dict, source: str) -> str:
             f"| {row['model']} | {row['contraction']} | {row['calls']} | {precision} | {kiln:.1f} | {tflops:.1f} | "
             f"{100 * tflops / PEAKS[precision]:.0f}% | {torch_text} | {kiln / torch_time:.2f} | kiln |"
         )
-    lines += ["", "Geometric mean of kiln/torch over the shapes kiln's kernels compute, by what they run:", ""]
-    for precision, values in ratios.items():
-        geomean = math.exp(sum(math.log(v) for v in values) / len(values))
-        lines.append(f"- {precision}: {geomean:.2f}x over {len(values)} shapes")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + geomean_lines(ratios)) + "\n"
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
