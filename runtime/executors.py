@@ -12,6 +12,7 @@ fall on both alike), and keeps the faster: a call that takes `local-task` over
 THREADED_ENOUGH_NS, or whose first `local-sync` call is hopelessly slower, stays on `local-task`
 without more trials. Both run the same compiled code, so results do not depend on the choice. The
 `local-sync` context is made on first need, sharing the loaded modules (weights are not loaded twice).
+An artifact with state (buffers forward mutates, kept as globals of a context) has one context only.
 """
 
 from __future__ import annotations

@@ -74,7 +74,10 @@ class LoadedModule:
                 stage=STAGE,
                 hint=f"it was built for {manifest.target_details}; recompile for this device",
             ) from exc
-        if kind == "cpu" and manifest.target_details.get("cpu_driver", "auto") == "auto":  # else --cpu-driver chose
+        # Two contexts would keep two copies of the artifact's state (mutable globals): a stateful
+        # artifact keeps one context, local-task, unless --cpu-driver chose.
+        stateless = not any(spec.state for spec in manifest.functions)
+        if kind == "cpu" and stateless and manifest.target_details.get("cpu_driver", "auto") == "auto":
             executor: Executor = CpuExecutor(context, lambda: Context(instance, open_sync_cpu(), modules, "local-sync"))
         else:
             executor = Executor(context)

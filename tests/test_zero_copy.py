@@ -172,6 +172,18 @@ def test_cpu_trials_alternate_between_the_two_drivers(affine, monkeypatch):
     assert len(module.executor.chosen()) == 1
 
 
+def test_an_artifact_with_state_keeps_one_context(tmp_path):
+    """A buffer forward mutates is a global of the VM context: a second context (local-sync) would
+    count from the start again, so a stateful artifact runs every call in one."""
+    from kiln.conformance.modules import Counter
+
+    compiled = kiln.compile(Counter(), (torch.ones(3, 5),), target="llvm-cpu")
+    module = kiln.load(compiled.save(tmp_path / "counter.vmfb"))
+    assert type(module.executor) is executors.Executor
+    for count in range(1, executors.CALLS_TO_CHOOSE + 4):
+        assert torch.equal(module(torch.ones(3, 5)), torch.full((3, 5), float(count)))
+
+
 def test_slow_enough_calls_stay_on_the_thread_pool(affine, monkeypatch):
     monkeypatch.setattr(executors, "THREADED_ENOUGH_NS", 0)
     module = affine("affine")
