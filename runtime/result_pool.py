@@ -42,9 +42,12 @@ class _Entry:
         self.view = view
         self.storage = tensor.untyped_storage()._cdata
         self.idle_uses = _storage_use_count(self.storage)
+        self.pointer = tensor.data_ptr()
 
     def idle(self) -> bool:
-        return _storage_use_count(self.storage) == self.idle_uses
+        """Nothing outside the pool holds the storage, and its memory is still what IREE's view
+        reads (a caller's `resize_` of its alias would have moved it)."""
+        return _storage_use_count(self.storage) == self.idle_uses and self.tensor.data_ptr() == self.pointer
 
     def lent(self) -> tuple[torch.Tensor, rt.HalBufferView]:
         """An alias for the caller (its own tensor object, the pool's storage) and the view to call with."""
