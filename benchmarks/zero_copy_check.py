@@ -191,7 +191,8 @@ def check_lifetimes(load: Loader, device: torch.device) -> None:
 
 def check_result_reuse(load: Loader, device: torch.device) -> None:
     """A dropped result's memory serves the next call where calls write into torch's tensors; a
-    result still held, a view of one and a DLPack export of one are never written over."""
+    result still held, a view of one and a DLPack export of one are never written over, and a
+    dropped result whose storage moved (resize_) is not written into its old memory."""
     from torch.utils.dlpack import from_dlpack, to_dlpack
 
     module = load("affine")

@@ -26,6 +26,7 @@ import torch
 from kiln.cli.options import TARGET_NAMES, TimingChoice, timing_options
 from kiln.measure.bundle import Bundle, Entry, ModelRecipe, open_entry, rebuild
 from kiln.measure.timing import environment, torch_device_for
+from kiln.runtime.module import LoadedModule
 
 ROOT = Path(__file__).resolve().parent.parent
 ZOO = ROOT / "examples" / "zoo"
@@ -67,6 +68,14 @@ def compile_zoo(target: str, gpu_arch: str | None, out: Path, names: tuple[str, 
     ).write(out)
 
 
+def open_model(out: Path, entry: Entry, device: str | None) -> tuple[torch.nn.Module, tuple[torch.Tensor, ...], LoadedModule]:
+    """A zoo entry's eager model, example inputs and artifact, the weights written afresh from the
+    model file (the bundle travels without them)."""
+    model, inputs = rebuild(entry, ROOT)
+    (out / (entry.parameters or "")).unlink(missing_ok=True)
+    return model, inputs, open_entry(out, entry, device, model)
+
+
 def run_zoo(out: Path, timing: TimingChoice) -> str:
     from kiln.measure.bench import bench
 
@@ -79,9 +88,7 @@ def run_zoo(out: Path, timing: TimingChoice) -> str:
     settings = timing.settings
     torch_device = torch_device_for(bundle.driver, timing.device)
     for entry in bundle.entries:
-        model, inputs = rebuild(entry, ROOT)
-        (out / (entry.parameters or "")).unlink(missing_ok=True)  # this model file's weights, freshly written
-        module = open_entry(out, entry, timing.device, model)
+        model, inputs, module = open_model(out, entry, timing.device)
         numerics, timings, _ = bench(module, model, inputs, settings, timing.device)
         count = sum(p.numel() for p in model.parameters()) / 1e6
         labels = entry.labels

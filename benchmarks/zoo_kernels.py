@@ -92,16 +92,15 @@ def run_zoo(bundle_path: Path) -> dict:
     """Every zoo model's kernels, timed in its call, and torch on each of their shapes."""
     import torch
     from dispatch_profile import profile_on_cuda
+    from zoo import open_model
 
-    from kiln.measure.bundle import Bundle, open_entry, rebuild
+    from kiln.measure.bundle import Bundle
     from kiln.measure.timing import environment
 
     bundle = Bundle.read(bundle_path)
     rows = []
     for entry in bundle.entries:
-        model, inputs = rebuild(entry, ROOT)
-        (bundle_path / (entry.parameters or "")).unlink(missing_ok=True)  # this model file's weights, freshly written
-        module = open_entry(bundle_path, entry, "cuda", model)
+        _, inputs, module = open_model(bundle_path, entry, "cuda")
         profile = profile_on_cuda(module, inputs, seconds=1.0)
         per_call = {group["name"]: group["total_ns"] / group["count"] / 1e3 for group in profile["dispatches"]}
         for kernel in module.manifest.kernels:

@@ -229,7 +229,7 @@ def _cloned_constant(value: ir.Value) -> ir.Value:
 
 PASS = Pass(
     name="outline-row-programs",
-    summary="layer norms with the elementwise ops around them -> calls of outlined row programs (cuda, sm_90a)",
+    summary="layer norms and softmax with the elementwise ops around them, and long elementwise chains -> calls of outlined row programs (cuda, sm_90a)",
     level="torch",
     run=run,
 )
