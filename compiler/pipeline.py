@@ -35,6 +35,7 @@ from .levers import Lever, compile_with_levers
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .out_variants import add_out_variants
+from .transients import add_transient_variants
 from .signature import Plan, Signature, plan_convention, shared_state
 from .targets import ResolvedTarget, resolve
 from .usage import Usage, measured
@@ -385,8 +386,14 @@ def _backend(program: Program, context: StageContext) -> Compiled:
     names = tuple(function.name for function in program.functions)
     overwritten = overwritten_inputs(program.module, names)
     variants = add_out_variants(program.module, names)
+    transients = add_transient_variants(program.module, names) if resolved.target.name == "llvm-cpu" else {}
     functions = tuple(
-        replace(function, out_variant=variants.get(function.name), overwritten=overwritten.get(function.name, ()))
+        replace(
+            function,
+            out_variant=variants.get(function.name),
+            transients_variant=transients.get(function.name),
+            overwritten=overwritten.get(function.name, ()),
+        )
         for function in program.functions
     )
     _mark_target(program.module, resolved)

@@ -13,6 +13,9 @@ THREADED_ENOUGH_NS, or whose first `local-sync` call is hopelessly slower, stays
 without more trials. Both run the same compiled code, so results do not depend on the choice. The
 `local-sync` context is made on first need, sharing the loaded modules (weights are not loaded twice).
 An artifact with state (buffers forward mutates, kept as globals of a context) has one context only.
+
+A call that keeps its intermediate tensors in caller-given storage (a CPU artifact's transient
+variant, kiln.compiler.transients) gets its context's `TransientStorage`, inside the context's lock.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from dataclasses import dataclass, field
 
 import iree.runtime as rt
 
+from .transients import TransientStorage
+
 
 class Context:
     """One VM context: the artifact's modules on one IREE device, called one at a time."""
@@ -34,16 +39,30 @@ class Context:
         self.name = name
         self._vm = rt.VmContext(instance, modules=[rt.create_hal_module(instance, device), *modules])
         self._lock = threading.Lock()
+        self.storage = TransientStorage(device)
 
-    def invoke(self, function: rt.VmFunction, arguments: rt.VmVariantList, results: rt.VmVariantList) -> None:
+    def invoke(
+        self, function: rt.VmFunction, arguments: rt.VmVariantList, results: rt.VmVariantList, transients: int = 0
+    ) -> None:
+        """Call `function`; with `transients` (bytes), the context's storage goes in as its last argument."""
         with self._lock:
+            self._lend_storage(arguments, transients)
             self._vm.invoke(function, arguments, results)
 
+    def _lend_storage(self, arguments: rt.VmVariantList, transients: int) -> None:
+        if transients:
+            arguments.push_ref(self.storage.buffer(transients))
+
+    def release_storage(self) -> None:
+        with self._lock:
+            self.storage.release()
+
     def timed_invoke(
-        self, function: rt.VmFunction, arguments: rt.VmVariantList, results: rt.VmVariantList
+        self, function: rt.VmFunction, arguments: rt.VmVariantList, results: rt.VmVariantList, transients: int = 0
     ) -> int:
         """`invoke`, returning the nanoseconds the call ran (not counting the wait for the lock)."""
         with self._lock:
+            self._lend_storage(arguments, transients)
             start = time.perf_counter_ns()
             self._vm.invoke(function, arguments, results)
             return time.perf_counter_ns() - start
@@ -61,8 +80,9 @@ class Executor:
         function: rt.VmFunction,
         arguments: rt.VmVariantList,
         results: rt.VmVariantList,
+        transients: int = 0,
     ) -> None:
-        self.context.invoke(function, arguments, results)
+        self.context.invoke(function, arguments, results, transients)
 
     def chosen(self) -> dict[Hashable, str]:
         """The context each input signature runs in, by name, once chosen."""
@@ -100,13 +120,14 @@ class CpuExecutor(Executor):
         function: rt.VmFunction,
         arguments: rt.VmVariantList,
         results: rt.VmVariantList,
+        transients: int = 0,
     ) -> None:
         context = self._chosen.get(signature)
         if context is not None:
-            context.invoke(function, arguments, results)
+            context.invoke(function, arguments, results, transients)
             return
         context = self._next_trial(signature)
-        elapsed = context.timed_invoke(function, arguments, results)
+        elapsed = context.timed_invoke(function, arguments, results, transients)
         self._record(signature, context, elapsed)
 
     def chosen(self) -> dict[Hashable, str]:
@@ -139,6 +160,10 @@ class CpuExecutor(Executor):
     def _decide(self, signature: Hashable, context: Context) -> None:
         self._chosen[signature] = context
         del self._trials[signature]
+        if not self._trials:  # no signature on trial: a context no signature chose needs no storage
+            for other in (self.context, self._sync):
+                if other is not None and other not in self._chosen.values():
+                    other.release_storage()
 
 
 @dataclass

@@ -13,8 +13,8 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-FORMAT_VERSION = 4  # 2: several functions; 3: the calling convention (arguments, results, write-backs, state);
-# 4: the size and sha256 of the .vmfb and .irpa (`files`)
+FORMAT_VERSION = 5  # 2: several functions; 3: the calling convention (arguments, results, write-backs, state);
+# 4: the size and sha256 of the .vmfb and .irpa (`files`); 5: transient variants (`transients_variant`)
 
 
 # A dimension: a size, or the name of a dynamic size's symbol ("s0"; outputs may hold an expression).
@@ -63,6 +63,9 @@ class FunctionSpec:
     # The exported function that writes the results into tensors the caller allocated (one trailing
     # argument per result, written-back inputs included), e.g. "main$out"; None in artifacts without one.
     out_variant: str | None = None
+    # The exported function that keeps the call's intermediate tensors in a buffer the caller passes
+    # (one trailing !hal.buffer argument), e.g. "main$transients"; None in artifacts without one (GPU).
+    transients_variant: str | None = None
     # Inputs the compiled code may write into (IREE computes some in-place ops into their argument):
     # the runtime hands IREE a copy of these (kiln.compiler.written_inputs).
     overwritten: tuple[int, ...] = ()
@@ -169,6 +172,7 @@ def function_spec(data: dict[str, Any]) -> FunctionSpec:
         writes_back=tuple(data.get("writes_back", ())),
         state=tuple(data.get("state", ())),
         out_variant=data.get("out_variant"),
+        transients_variant=data.get("transients_variant"),
         overwritten=tuple(data.get("overwritten", ())),
     )
 
@@ -243,9 +247,10 @@ def _check_function(data: Any, where: str) -> None:
     for role in ("inputs", "outputs"):
         for index, tensor in enumerate(_list(data[role], f"{where}.{role}")):
             _check_tensor(tensor, f"{where}.{role}[{index}]")
-    variant = data.get("out_variant")
-    if variant is not None and variant != f"{name}$out":  # the name the runtime looks up in the .vmfb
-        raise ManifestError(f"{where}.out_variant: {_shown(variant)} is not '{name}$out'")
+    for role, suffix in (("out_variant", "$out"), ("transients_variant", "$transients")):
+        variant = data.get(role)
+        if variant is not None and variant != f"{name}{suffix}":  # the name the runtime looks up in the .vmfb
+            raise ManifestError(f"{where}.{role}: {_shown(variant)} is not '{name}{suffix}'")
     for role in ("writes_back", "overwritten"):
         for index, input_index in enumerate(_list(data.get(role, []), f"{where}.{role}")):
             if _integer(input_index, f"{where}.{role}[{index}]") >= len(data["inputs"]):

@@ -131,6 +131,8 @@ class Function:
         use_out = boundary.storage_results and spec.out_variant is not None
         self._out_function = vm_module.lookup_function(spec.out_variant) if use_out else None
         self._results = ResultPool(boundary.storage, capacity=2 * len(spec.returns)) if use_out else None
+        # On a CPU, intermediate tensors go into the context's storage, through the transient variant.
+        self._transients_function, self._transients = _transients_variant(vm_module, spec)
         self._executor = executor
         self._boundary = boundary
         self._plans: dict[Hashable, Plan] = {}
@@ -160,8 +162,9 @@ class Function:
         function, arguments, stored = self._arguments(views, call_plan, stream)
         results = rt.VmVariantList(len(call_plan.result_dtypes))
         boundary.before_call(stream)  # after _enter: its copies are queued on the stream too
+        transients = self._transients if function is self._transients_function else 0
         try:
-            self._executor.invoke((self.spec.name, signature), function, arguments, results)
+            self._executor.invoke((self.spec.name, signature), function, arguments, results, transients)
         except Exception as exc:
             raise KilnError(f"the call failed on the device ({iree_reason(exc)})", stage=STAGE) from exc
         if stored is None:
@@ -198,7 +201,8 @@ class Function:
         """
         function, arguments, stored = self._arguments(uploaded.views, uploaded.plan, self._boundary.stream())
         results = rt.VmVariantList(len(self._returns))
-        self._executor.invoke((self.spec.name, uploaded.signature), function, arguments, results)
+        transients = self._transients if function is self._transients_function else 0
+        self._executor.invoke((self.spec.name, uploaded.signature), function, arguments, results, transients)
         if stored is not None:  # the views keep the torch tensors they view alive
             results = rt.VmVariantList(len(stored))
             for _, view in stored:
@@ -210,17 +214,20 @@ class Function:
     ) -> tuple[rt.VmFunction, rt.VmVariantList, list[tuple[torch.Tensor, rt.HalBufferView]] | None]:
         """The function to invoke and its arguments: the inputs' views, then, where calls write their
         results into tensors torch allocates (the out variant), one per result from the pool (lent on
-        `stream`), returned too (None: IREE allocates the results)."""
+        `stream`), returned too (None: IREE allocates the results). The transient variant's storage
+        is added by the executor, under its context's lock."""
         stored = None
         if self._results is not None and call_plan.result_shapes is not None:
             stored = [
                 self._results.take(shape, dtype, stream)
                 for shape, dtype in zip(call_plan.result_shapes, call_plan.result_dtypes, strict=True)
             ]
-        arguments = rt.VmVariantList(len(views) + len(stored or ()))
+        arguments = rt.VmVariantList(len(views) + len(stored or ()) + 1)
         for view in [*views, *(view for _, view in stored or ())]:
             arguments.push_ref(view)
-        return (self._function if stored is None else self._out_function), arguments, stored
+        if stored is not None:
+            return self._out_function, arguments, stored
+        return self._transients_function or self._function, arguments, None
 
     def _enter(self, values: tuple[Value, ...]) -> tuple[list[torch.Tensor], list[rt.HalBufferView]]:
         """The inputs handed to IREE (in the dtype each is carried as; a copy of those the artifact
@@ -260,6 +267,18 @@ class Function:
         for _ in outputs:
             self._boundary.copies.count(f"result to {where}", f"a result from {self._boundary.home} to {where}")
         return [output.to(where) for output in outputs]
+
+
+def _transients_variant(vm_module: rt.VmModule, spec: FunctionSpec) -> tuple[rt.VmFunction | None, int]:
+    """The function's transient variant and the storage bytes it needs, from its reflection; (None, 0)
+    where it has none, or needs none (every intermediate fused away)."""
+    if spec.transients_variant is None:
+        return None, 0
+    function = vm_module.lookup_function(spec.transients_variant)
+    size = function.reflection.get("iree.abi.transients.size.constant") if function is not None else None
+    if size is None or not size.isdigit() or int(size) == 0:
+        return None, 0
+    return function, int(size)
 
 
 def _parameters_module(instance: rt.VmInstance, parameters: Path | dict[str, np.ndarray]) -> rt.VmModule:
