@@ -35,9 +35,9 @@ from .levers import Lever, compile_with_levers
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .out_variants import add_out_variants
-from .transients import add_transient_variants
 from .signature import Plan, Signature, plan_convention, shared_state
 from .targets import ResolvedTarget, resolve
+from .transients import add_transient_variants
 from .usage import Usage, measured
 from .weights import Parameters, external_parameters
 from .written_inputs import overwritten_inputs

@@ -78,13 +78,13 @@ def test_the_amx_path_under_a_software_amx_model(tmp_path: Path) -> None:
 
 @needs_avx512_bf16
 def test_the_avx512_bf16_path_of_the_object_kiln_links(tmp_path: Path) -> None:
-    output = _run_check(tmp_path, [str(build.kernel_object())], "avx512")
+    output = _run_check(tmp_path, [str(build.kernel_objects() / "kiln_amx.o")], "avx512")
     assert output.rstrip().endswith("all passed")
 
 
 @needs_avx512f
 def test_the_f32_path_of_the_object_kiln_links(tmp_path: Path) -> None:
-    output = _run_check(tmp_path, [str(build.kernel_object())], "f32")
+    output = _run_check(tmp_path, [str(build.kernel_objects() / "kiln_amx.o")], "f32")
     assert "row window 7x7 s2" in output and output.rstrip().endswith("all passed")
 
 
@@ -174,6 +174,37 @@ def test_an_f32_convnet_through_iree_matches_eager_at_f32_precision() -> None:
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)  # f32 arithmetic, not TF32 or bf16
 
 
+class MaskedAttention(nn.Module):
+    """Attention with a boolean mask (a row of it all False) and a softmax of 37 columns beside it."""
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, s: torch.Tensor):
+        attention = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        causal = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return attention, causal, torch.softmax(s * 30.0, dim=-1)
+
+
+@needs_avx512f
+def test_softmaxes_on_the_row_kernel_match_eager() -> None:
+    """Masks (a fully masked row gives zeros, as eager's safe softmax), tails of 37 columns, large logits."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 40, 32) for _ in range(3))
+    mask = torch.rand(40, 40) > 0.3
+    mask[5] = False
+    s = torch.randn(6, 37)
+    s[0, :5] = -torch.inf
+    inputs = (q, k, v, mask, s)
+    compiled = kiln.compile(MaskedAttention(), inputs)
+    softmaxes = [r["contraction"] for r in compiled.manifest.kernels if r["contraction"].startswith("softmax")]
+    # The boolean mask comes to linalg already added to the scores; the causal one as a shared [40, 40].
+    assert sorted(softmaxes) == ["softmax 2x3x40x40", "softmax 2x3x40x40 + mask 40x40", "softmax 6x37"]
+    with torch.no_grad():
+        want = MaskedAttention()(*inputs)
+    got = compiled(*inputs)
+    assert torch.equal(got[0][:, :, 5], torch.zeros_like(got[0][:, :, 5]))
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
 @needs_avx512_bf16
 def test_attention_on_the_kernel_is_a_choice() -> None:
     torch.manual_seed(0)
@@ -216,7 +247,7 @@ def test_without_a_c_compiler_iree_computes_everything_and_says_so(tmp_path, mon
     monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("CC", raising=False)
     monkeypatch.setattr(build.shutil, "which", lambda name: None)
-    build.kernel_object.cache_clear()
+    build.kernel_objects.cache_clear()
     try:
         torch.manual_seed(0)
         model = _bf16_model(nn.Sequential(nn.Linear(64, 64)))
@@ -224,7 +255,7 @@ def test_without_a_c_compiler_iree_computes_everything_and_says_so(tmp_path, mon
         notes: list[str] = []
         compiled = run_pipeline(spec_from_module(model, (x,)), CompileOptions(), say=notes.append).compiled
     finally:
-        build.kernel_object.cache_clear()
+        build.kernel_objects.cache_clear()
     assert compiled is not None and compiled.manifest.kernels == () and compiled.manifest.cpu_features == ()
     assert notes == [
         "note: kiln's CPU kernel is left out (no C compiler found (set CC, or install gcc or clang) to build "

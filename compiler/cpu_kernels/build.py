@@ -1,15 +1,16 @@
-"""The kernel's object file: kiln_amx.c built by this machine's C compiler at first use, then cached.
+"""The kernels' object files: kiln_amx.c and kiln_softmax.c built by this machine's C compiler at
+first use, then cached.
 
-IREE links the object into the artifact's own code (an embedded ELF), so it is needed only where
+IREE links the objects into the artifact's own code (an embedded ELF), so it is needed only where
 kiln compiles, never where the artifact runs. Building it here instead of shipping a binary keeps
-the package pure Python and the object tied to its source: the cache key is a SHA-256 over the
-source, the compile flags and the compiler's version line. The code is freestanding (no libc, no
+the package pure Python and the objects tied to their sources: the cache key is a SHA-256 over the
+sources, the compile flags and the compiler's version line. The code is freestanding (no libc, no
 globals), position-independent and plain x86-64 outside the functions marked for AMX or
 AVX512-BF16, so any gcc >= 11 or clang >= 12 builds it on an x86-64 host whatever the target CPU.
 No compiler, or one that fails, is `Unavailable`: IREE's own code computes those contractions.
 
-The object lives in `~/.cache/kiln/cpu-kernels/<key>/` (`$KILN_CACHE_DIR` when set, as for kiln's
-GPU kernels); its folder is what iree-compile's object search path gets.
+The objects live in `~/.cache/kiln/cpu-kernels/<key>/` (`$KILN_CACHE_DIR` when set, as for kiln's
+GPU kernels); that folder is what iree-compile's object search path gets.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-SOURCE = Path(__file__).with_name("kiln_amx.c")
-OBJECT_NAME = "kiln_amx.o"  # what the executable's #hal.executable.object names
+SOURCES = tuple(Path(__file__).with_name(name) for name in ("kiln_amx.c", "kiln_softmax.c"))
+OBJECT_NAMES = tuple(source.with_suffix(".o").name for source in SOURCES)  # what the executable's objects name
 FLAGS = (
     "-O3", "-std=c17", "-ffreestanding", "-fno-builtin", "-fno-strict-aliasing", "-fPIC", "-fvisibility=hidden",
     "-fno-stack-protector", "-fno-asynchronous-unwind-tables", "-fno-plt", "-ffunction-sections", "-fdata-sections",
@@ -41,34 +42,42 @@ def cache_dir() -> Path:
 
 
 @functools.cache
-def kernel_object() -> Path:
-    """The built kiln_amx.o (from the cache, or compiled now and cached); Unavailable if it cannot be."""
+def kernel_objects() -> Path:
+    """The folder of the built objects (from the cache, or compiled now and cached); Unavailable if
+    they cannot be built."""
     if platform.machine() not in ("x86_64", "AMD64"):
         raise Unavailable(f"kiln's CPU kernels are built by the host's C compiler for x86-64; this host is {platform.machine()}")
     compiler = _compiler()
     version = _version_line(compiler)
-    digest = hashlib.sha256(SOURCE.read_bytes())
+    digest = hashlib.sha256()
+    for source in SOURCES:
+        digest.update(source.read_bytes())
     digest.update("\0".join((*FLAGS, version)).encode())
     folder = cache_dir() / digest.hexdigest()[:32]
-    target = folder / OBJECT_NAME
+    for source in SOURCES:
+        _build(compiler, source, folder / source.with_suffix(".o").name)
+    return folder
+
+
+def _build(compiler: str, source: Path, target: Path) -> None:
     if target.is_file():
-        return target
+        return
+    folder = target.parent
     folder.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(dir=folder, suffix=".o.tmp")
     os.close(descriptor)
     try:
         result = subprocess.run(
-            [compiler, *FLAGS, "-c", str(SOURCE), "-o", temporary], capture_output=True, text=True, timeout=_TIMEOUT_S
+            [compiler, *FLAGS, "-c", str(source), "-o", temporary], capture_output=True, text=True, timeout=_TIMEOUT_S
         )
         if result.returncode != 0:
             errors = [line for line in result.stderr.splitlines() if "error" in line] or result.stderr.splitlines()
-            raise Unavailable(f"{compiler} could not build kiln_amx.c: {(errors or ['no output'])[0].strip()}")
+            raise Unavailable(f"{compiler} could not build {source.name}: {(errors or ['no output'])[0].strip()}")
         os.replace(temporary, target)  # concurrent builds write the same object: the last rename wins
     except subprocess.TimeoutExpired as exc:
-        raise Unavailable(f"{compiler} took over {_TIMEOUT_S} s to build kiln_amx.c") from exc
+        raise Unavailable(f"{compiler} took over {_TIMEOUT_S} s to build {source.name}") from exc
     finally:
         Path(temporary).unlink(missing_ok=True)
-    return target
 
 
 def _compiler() -> str:

@@ -1,7 +1,8 @@
 """MLIR text for the kernel inside an IREE module: the executable, the weight packing, the dispatch.
 
 The executable is a `stream.executable` whose exports, `conv_bf16` and `conv_f32` (one per element
-type the module uses), call the kernel's workgroup functions from the linked object (`hal.executable.objects`; IREE links it into the artifact's own
+type the module uses) and `softmax_f32` (where a softmax is taken), call the kernels' workgroup
+functions from the linked objects (`hal.executable.objects`; IREE links them into the artifact's own
 code). Everything else is plain tensor/linalg/flow text that iree-compile 3.13 reads as input, next
 to kiln's linalg: the packing of a weight into the kernel's tile layout is linalg on the weight's
 value, which IREE hoists into an initializer (it runs once, at load time), and the call is a
@@ -15,7 +16,7 @@ that "must not produce values", so the kernel returns an int that is ignored.
 
 from __future__ import annotations
 
-from .build import OBJECT_NAME
+from .build import OBJECT_NAMES
 from .geometry import Call
 
 EXECUTABLE = "kiln_cpu_kernels"
@@ -36,19 +37,78 @@ def export(element: str) -> str:
     return f"conv_{element}"
 
 
-def executable(elements: tuple[str, ...]) -> str:
-    """The stream.executable holding the workgroup functions for `elements` (one per module)."""
-    obj = f'#hal.executable.object<{{path = "{OBJECT_NAME}"}}>'
-    exports = "".join(_export(element) for element in elements)
+def executable(elements: tuple[str, ...], softmax: bool = False) -> str:
+    """The stream.executable holding the workgroup functions for `elements`, and the row softmax's
+    with `softmax` (one executable per module)."""
+    objects = ", ".join(f'#hal.executable.object<{{path = "{name}"}}>' for name in OBJECT_NAMES)
+    parts = [_export(element) for element in elements] + ([_SOFTMAX] if softmax else [])
+    exports = "".join(export for export, _ in parts)
+    functions = "".join(functions for _, functions in parts)
     return f"""
   stream.executable private @{EXECUTABLE} attributes {{
-    hal.executable.objects = #hal.executable.objects<{{{_GENERIC_X86} = [{obj}]}}>
+    hal.executable.objects = #hal.executable.objects<{{{_GENERIC_X86} = [{objects}]}}>
   }} {{{exports}
+    builtin.module {{{functions}
+    }}
   }}
 """
 
 
-def _export(element: str) -> str:
+# The row softmax (kiln_softmax.c): scores [rows][cols], an additive bias [bias_rows][cols] for rows
+# r % bias_rows (bias_rows 0: none; the binding then holds one unused element), result [rows][cols].
+_SOFTMAX = (
+    """
+    stream.executable.export public @softmax_f32 workgroups(%gx: index) -> (index, index, index) {
+      %c1 = arith.constant 1 : index
+      stream.return %gx, %c1, %c1 : index, index, index
+    }""",
+    """
+      func.func private @kiln_softmax_f32_workgroup(%xb: memref<f32>, %xo: index, %bb: memref<f32>, %bo: index, %yb: memref<f32>, %yo: index, %rows_: index, %cols_: index, %brows_: index, %per_: index, %wx_: index) -> i32 attributes {
+        hal.import.bitcode, hal.import.fields = ["processor_data"], llvm.bareptr = true
+      }
+      func.func @softmax_f32(%x: !stream.binding, %b: !stream.binding, %y: !stream.binding, %rows: index, %cols: index, %brows: index, %per: index, %bsize: index) {
+        %c0 = arith.constant 0 : index
+        %wx = stream.dispatch.workgroup.id[0] : index
+        %n = arith.muli %rows, %cols : index
+        %xm = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{%n}
+        %bm = stream.binding.subspan %b[%c0] : !stream.binding -> memref<?xf32>{%bsize}
+        %ym = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?xf32>{%n}
+        %xbase, %xoff, %xs, %xst = iree_codegen.extract_strided_metadata %xm : memref<?xf32> -> memref<f32>, index, index, index
+        %bbase, %boff, %bs, %bst = iree_codegen.extract_strided_metadata %bm : memref<?xf32> -> memref<f32>, index, index, index
+        %ybase, %yoff, %ys, %yst = iree_codegen.extract_strided_metadata %ym : memref<?xf32> -> memref<f32>, index, index, index
+        %status = func.call @kiln_softmax_f32_workgroup(%xbase, %xoff, %bbase, %boff, %ybase, %yoff, %rows, %cols, %brows, %per, %wx) : (memref<f32>, index, memref<f32>, index, memref<f32>, index, index, index, index, index, index) -> i32
+        return
+      }""",
+)
+# Rows a softmax workgroup takes: about this many bytes of scores, and at least 16 workgroups.
+SOFTMAX_WORKGROUP_BYTES = 64 << 10
+
+
+def softmax_dispatch(x: str, bias: str | None, rows: int, cols: int, bias_rows: int, fresh: Namer) -> tuple[list[str], str]:
+    """Lines dispatching the row softmax on `x` [rows][cols] (f32) with `bias` [bias_rows][cols] or
+    none; returns (lines, the [rows][cols] result)."""
+    per = max(1, min(SOFTMAX_WORKGROUP_BYTES // (4 * cols), -(-rows // 16)))
+    lines = []
+    if bias is None:
+        bias = fresh("nobias")
+        lines.append(f"{bias} = arith.constant dense<0.0> : tensor<1xf32>")
+    bias_type = f"tensor<{bias_rows}x{cols}xf32>" if bias_rows else "tensor<1xf32>"
+    values = {"gx": -(-rows // per), "rows": rows, "cols": cols, "brows": bias_rows, "per": per, "bsize": bias_rows * cols or 1}
+    names = {}
+    for scalar, value in values.items():
+        names[scalar] = fresh(f"s_{scalar}_")
+        lines.append(f"{names[scalar]} = arith.constant {value} : index")
+    y = fresh("p")
+    scalars = ", ".join(names[s] for s in ("rows", "cols", "brows", "per", "bsize"))
+    lines.append(
+        f"{y} = flow.dispatch @{EXECUTABLE}::@softmax_f32[{names['gx']}]({x}, {bias}, {scalars}) : "
+        f"(tensor<{rows}x{cols}xf32>, {bias_type}, index, index, index, index, index) -> tensor<{rows}x{cols}xf32>"
+    )
+    return lines, y
+
+
+def _export(element: str) -> tuple[str, str]:
+    """The conv export for `element`, and its functions for the executable's inner module."""
     scalars = ", ".join(f"%{s}: index" for s in SCALARS)
     declared = ", ".join(
         [
@@ -66,8 +126,7 @@ def _export(element: str) -> str:
     stream.executable.export public @{name} workgroups(%gx: index, %gy: index) -> (index, index, index) {{
       %c1 = arith.constant 1 : index
       stream.return %gx, %gy, %c1 : index, index, index
-    }}
-    builtin.module {{
+    }}""", f"""
       func.func private @kiln_conv_{element}_workgroup({declared}) -> i32 attributes {{
         hal.import.bitcode, hal.import.fields = ["processor_data"], llvm.bareptr = true
       }}
@@ -89,8 +148,7 @@ def _export(element: str) -> str:
         %ybase, %yoff, %ys, %yst = iree_codegen.extract_strided_metadata %ym : memref<?xf32> -> memref<f32>, index, index, index
         %status = func.call @kiln_conv_{element}_workgroup({arguments}) : ({types}) -> i32
         return
-      }}
-    }}"""
+      }}"""
 
 
 class Namer:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..levers import Lever
-from .build import Unavailable, kernel_object
+from .build import Unavailable, kernel_objects
 from .features import KernelIsa
 from .mlir import object_search_flag
 from .rewrite import Substitution, substitute
@@ -51,7 +51,7 @@ def plan(text: str, isa: KernelIsa | None, attention: bool) -> Plan:
     if not substitution.taken:
         return Plan(substitution, None, isa)
     try:
-        folder = kernel_object().parent
+        folder = kernel_objects()
     except Unavailable as why:
         note = f"note: kiln's CPU kernel is left out ({why}); IREE's code computes all {substitution.taken} contractions it matched"
         return Plan(substitution, None, isa, note)

@@ -19,6 +19,11 @@ In an f32 model (no bf16 contraction), the same contractions in f32 x f32 -> f32
 matmuls included, go to the kernel's f32 path (AVX-512F FMAs, f32 arithmetic throughout: the
 precision of eager PyTorch's f32; `--cpu-attention` is about bf16 models only).
 
+A softmax over the last dimension in f32 (the max, exp, sum and division generics kiln's linalg
+has for it, attention's included), with an additive mask shared by the leading dimensions or none,
+becomes a dispatch of the row softmax (kiln_softmax.c): one pass over each row instead of IREE's
+three. The rest of the chain (its max and sum) is then dead, and IREE drops it.
+
 In a module where the kernel takes something, NCHW poolings become NHWC ones between transposes too
 (IREE's code): IREE then cancels the transposes of a conv-pool-conv chain, which stays in NHWC.
 
@@ -226,18 +231,25 @@ class _Rewriter:
     def run(self) -> None:
         ops: list[ir.Operation] = []
 
+        divisions: list[ir.Operation] = []
+
         def visit(op: ir.Operation) -> ir.WalkResult:
             if op.name in CONTRACTIONS or op.name in OTHERS or op.name in POOLINGS:
                 ops.append(op)
+            elif op.name == "linalg.generic" and [o.name for o in _body(op)] == ["arith.divf", "linalg.yield"]:
+                divisions.append(op)
             return ir.WalkResult.ADVANCE
 
         self.module.operation.walk(visit)
+        softmaxes = self._softmaxes(divisions)
         # A module with bf16 contractions is a bf16 model: its f32 contractions (attention's, on f32
         # values kiln computed from bf16 ones) are listed too. Other models are f32 models.
         poolings = [op for op in ops if op.name in POOLINGS]
         ops = [op for op in ops if op.name not in POOLINGS]
         self.element = "bf16" if any(_involves_bf16(op) for op in ops) else "f32"
         if not ops or (self.element == "bf16" and not self.isa.bf16):
+            if softmaxes:
+                self._add(mlir.executable((), softmax=True))
             return
         path = self.isa.name if self.element == "bf16" else AVX512F.name
         for op in ops:
@@ -254,9 +266,10 @@ class _Rewriter:
             self.taken += 1
             self.decisions.append(Decision(name, label, "kiln", f"{path} path of kiln_amx.c", call, self.element))
         if self.taken:
-            self._add(mlir.executable((self.element,)))
             for op in poolings:
                 self._pooling(op)
+        if self.taken or softmaxes:
+            self._add(mlir.executable((self.element,) if self.taken else (), softmax=bool(softmaxes)))
 
     def _add(self, text: str) -> None:
         """Put the ops of `text` (module-level) at the start of the module."""
@@ -275,6 +288,40 @@ class _Rewriter:
 
     def _function_name(self, kind: str) -> str:
         return f"kiln_cpu_{kind}_{self.taken}"
+
+    # -- softmax
+
+    def _softmaxes(self, divisions: list[ir.Operation]) -> int:
+        """Route each division that ends a row softmax to the row softmax kernel; returns how many."""
+        count = 0
+        for division in divisions:
+            chain = _softmax_chain(division)
+            if chain is None:
+                continue
+            x, bias = chain
+            shape = _shape(x)
+            cols, rows = shape[-1], 1
+            for size in shape[:-1]:
+                rows *= size
+            bias_rows = _shape(bias)[0] if bias is not None else 0
+            fresh = mlir.Namer()
+            flat = f"tensor<{rows}x{cols}xf32>"
+            collapse = [list(range(len(shape) - 1)), [len(shape) - 1]]
+            body = [f"%x2 = tensor.collapse_shape %x {collapse} : {x.type} into {flat}"]
+            lines, y = mlir.softmax_dispatch("%x2", "%b" if bias is not None else None, rows, cols, bias_rows, fresh)
+            body += lines
+            out = str(division.results[0].type)
+            body += [
+                f"%r = tensor.expand_shape {y} {collapse} output_shape {shape} : {flat} into {out}",
+                f"return %r : {out}",
+            ]
+            name = f"kiln_cpu_softmax_{count}"
+            label = f"{'x'.join(map(str, shape))}" + (f" + mask {bias_rows}x{cols}" if bias is not None else "")
+            arguments = f"%x: {x.type}" + (f", %b: {bias.type}" if bias is not None else "")
+            self._replace(division, name, [x, bias] if bias is not None else [x], _function(name, arguments, out, body))
+            self.decisions.append(Decision("softmax", label, "kiln", "row softmax of kiln_softmax.c", element="f32"))
+            count += 1
+        return count
 
     # -- convolutions
 
@@ -523,6 +570,123 @@ class _Rewriter:
         arguments = f"%a: {a.type}, %b: {b.type}" + ("" if zero else f", %init: {out}")
         self._replace(op, name, [a, b] if zero else [a, b, init], _function(name, arguments, out, body))
         return call
+
+
+def _softmax_chain(division: ir.Operation) -> tuple[ir.Value, ir.Value | None] | None:
+    """The scores [..., cols] (f32, static) and additive mask [rows, cols] (or None) whose softmax over
+    the last dimension `division` computes as e / sum(e), e = exp(s - max(s)), s = scores (+ mask);
+    None where `division` is not the end of such a chain."""
+    e, total = _elementwise(division, "arith.divf")
+    if e is None or total is None or not _static(e) or _element(e) != "f32":
+        return None
+    rank = len(_shape(e))
+    if not _row_reduction(_through_unit_reshapes(total), e, "arith.addf", zero=True):
+        return None
+    exponent = _producer(e)
+    if _name(exponent) != "linalg.generic" or [o.name for o in _body(exponent)] != ["math.exp", "linalg.yield"]:
+        return None
+    if len(exponent.operands) != 2 or not _identities(exponent, rank):
+        return None
+    scores, top = _elementwise(_producer(exponent.operands[0]), "arith.subf")
+    if scores is None or top is None or not _row_reduction(_through_unit_reshapes(top), scores, "arith.maximumf"):
+        return None
+    return _biased(scores)
+
+
+def _elementwise(op: ir.Operation | None, name: str) -> tuple[ir.Value | None, ir.Value | None]:
+    """(a, b) where `op` is a parallel generic yielding `name`(a, b[row]) with b broadcast along the
+    last dimension (a reduction's result); (None, None) otherwise."""
+    if _name(op) != "linalg.generic" or len(op.operands) != 3 or [o.name for o in _body(op)] != [name, "linalg.yield"]:
+        return None, None
+    operation = _body(op)[0]
+    if [_argument_number(v) for v in operation.operands] != [0, 1]:
+        return None, None
+    a, b = op.operands[0], op.operands[1]
+    rank = len(_shape(a)) if _static(a) else 0
+    maps = [str(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]]
+    if not rank or maps[0] != _identity(rank) or maps[2] != _identity(rank) or maps[1] not in _row_maps(rank):
+        return None, None
+    if any("reduction" in str(t) for t in op.attributes["iterator_types"]):
+        return None, None
+    return a, b
+
+
+def _row_reduction(value: ir.Value, source: ir.Value, combine: str, zero: bool = False) -> bool:
+    """Whether `value` is a result of a generic reducing `source` over its last dimension with
+    `combine`(element, accumulator), from a zero fill (`zero`) or a -inf one."""
+    op = _producer(value)
+    if _name(op) != "linalg.generic" or op.operands[0] != source or not _static(source):
+        return False
+    rank = len(_shape(source))
+    iterators = [str(t) for t in op.attributes["iterator_types"]]
+    if len(iterators) != rank or "reduction" not in iterators[-1] or any("reduction" in t for t in iterators[:-1]):
+        return False
+    inputs = len(op.operands) - len(op.results)
+    if inputs != 1 or str(ir.AffineMapAttr(op.attributes["indexing_maps"][0]).value) != _identity(rank):
+        return False
+    index = next(i for i, result in enumerate(op.results) if result == value)
+    yielded = _body(op)[-1].operands[index]
+    combined = _producer(yielded)
+    if _name(combined) != combine or sorted(_argument_number(v) for v in combined.operands) != [0, 1 + index]:
+        return False
+    fill = _producer(op.operands[inputs + index])
+    if _name(fill) != "linalg.fill" or _name(_producer(fill.operands[0])) != "arith.constant":
+        return False
+    initial = _producer(fill.operands[0]).attributes["value"]
+    wanted = 0.0 if zero else float("-inf")
+    return isinstance(initial, ir.FloatAttr) and initial.value == wanted
+
+
+def _biased(scores: ir.Value) -> tuple[ir.Value, ir.Value | None]:
+    """(a, mask) where `scores` is a + mask, mask [rows, cols] shared by a's leading dimensions; else (scores, None)."""
+    op = _producer(scores)
+    rank = len(_shape(scores))
+    if (
+        _name(op) == "linalg.generic"
+        and rank >= 2
+        and len(op.operands) == 3
+        and [o.name for o in _body(op)] == ["arith.addf", "linalg.yield"]
+        and [_argument_number(v) for v in _body(op)[0].operands] == [0, 1]
+        and _static(op.operands[1])
+        and _element(op.operands[0]) == _element(op.operands[1]) == "f32"
+        and not any("reduction" in str(t) for t in op.attributes["iterator_types"])
+    ):
+        maps = [str(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]]
+        trailing = f"({', '.join(f'd{i}' for i in range(rank))}) -> (d{rank - 2}, d{rank - 1})"
+        if maps[0] == maps[2] == _identity(rank) and maps[1] == trailing:
+            return op.operands[0], op.operands[1]
+    return scores, None
+
+
+def _through_unit_reshapes(value: ir.Value) -> ir.Value:
+    """`value` before the expand_shape/collapse_shape ops that only add or drop dimensions of size 1."""
+    op = _producer(value)
+    while _name(op) in ("tensor.expand_shape", "tensor.collapse_shape"):
+        source = op.operands[0]
+        if [d for d in _shape(source) if d != 1] != [d for d in _shape(value) if d != 1]:
+            break
+        value, op = source, _producer(source)
+    return value
+
+
+def _identity(rank: int) -> str:
+    dims = ", ".join(f"d{i}" for i in range(rank))
+    return f"({dims}) -> ({dims})"
+
+
+def _row_maps(rank: int) -> tuple[str, str]:
+    """The maps of a per-row value broadcast along the last dimension: kept as size 1, or dropped."""
+    dims = ", ".join(f"d{i}" for i in range(rank))
+    lead = ", ".join(f"d{i}" for i in range(rank - 1))
+    return f"({dims}) -> ({lead}, 0)", f"({dims}) -> ({lead})"
+
+
+def _identities(op: ir.Operation, rank: int) -> bool:
+    return all(str(ir.AffineMapAttr(m).value) == _identity(rank) for m in op.attributes["indexing_maps"])
+
+
+def _argument_number(value: ir.Value) -> int | None:
+    return ir.BlockArgument(value).arg_number if isinstance(value.owner, ir.Block) else None
 
 
 def _require_static_and_filled(*values: ir.Value) -> None:

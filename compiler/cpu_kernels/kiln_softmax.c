@@ -1,0 +1,82 @@
+// Row softmax over f32 for x86-64 AVX-512F: y[r][:] = exp(s - max(s)) / sum(exp(s - max(s))), with
+// s = x[r][:] + b[r % bias_rows][:] (an additive mask shared by the leading dimensions, such as
+// attention's causal mask over [queries, keys]) or s = x[r][:] where bias_rows is 0.
+//
+// Why: IREE 3.13 computes attention's softmax over [batch, heads, 1024, 1024] in three passes over
+// the scores, reducing each 16-wide vector horizontally (a GPT-2 block's largest IREE dispatch on
+// the 16-core host). Here a row (4 KiB at 1024 columns) is read from memory once and stays in L1 for
+// the max, the exponentials and the division.
+//
+// exp: 2^(x log2 e) split into 2^n (VSCALEFPS) times 2^f, |f| <= 1/2, by its degree-6 Taylor
+// polynomial (relative error under 2e-7). Below 2^-151 it is 0, so masked (-inf) entries give
+// exactly 0; NaN stays NaN. Division as IREE's divf (not a reciprocal), so rows agree to rounding.
+//
+// Freestanding, like kiln_amx.c: linked into IREE's embedded ELF (no libc, no globals).
+
+#include <stddef.h>
+#include <stdint.h>
+#include <immintrin.h>
+
+#define TARGET __attribute__((target("avx512f")))
+
+TARGET static inline __m512 exp_ps(__m512 x) {
+  __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f));
+  t = _mm512_max_ps(_mm512_set1_ps(-151.0f), t);  // NaN in t is returned as is (second operand)
+  const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_mul_ps(_mm512_sub_ps(t, n), _mm512_set1_ps(0.693147180559945309f));  // f ln 2
+  __m512 p = _mm512_set1_ps(1.0f / 720.0f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+TARGET static inline __mmask16 lanes(size_t left) {
+  return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+}
+
+// The row's scores, 16 at a time (bias added); masked-off lanes read -inf.
+TARGET static inline __m512 scores(const float* x, const float* b, size_t c, __mmask16 k) {
+  const __m512 minus_inf = _mm512_set1_ps(-__builtin_inff());
+  __m512 s = _mm512_mask_loadu_ps(minus_inf, k, x + c);
+  return b ? _mm512_maskz_add_ps(k, s, _mm512_maskz_loadu_ps(k, b + c)) : s;
+}
+
+TARGET static void softmax_row(const float* x, const float* b, float* y, size_t cols) {
+  __m512 top = _mm512_set1_ps(-__builtin_inff());
+  for (size_t c = 0; c < cols; c += 16) {
+    const __mmask16 k = lanes(cols - c);
+    top = _mm512_mask_max_ps(top, k, top, scores(x, b, c, k));
+  }
+  const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(top));
+  __m512 sum = _mm512_setzero_ps();
+  for (size_t c = 0; c < cols; c += 16) {
+    const __mmask16 k = lanes(cols - c);
+    const __m512 e = exp_ps(_mm512_sub_ps(scores(x, b, c, k), m));
+    _mm512_mask_storeu_ps(y + c, k, e);
+    sum = _mm512_mask_add_ps(sum, k, sum, e);
+  }
+  const __m512 total = _mm512_set1_ps(_mm512_reduce_add_ps(sum));
+  for (size_t c = 0; c < cols; c += 16) {
+    const __mmask16 k = lanes(cols - c);
+    _mm512_mask_storeu_ps(y + c, k, _mm512_div_ps(_mm512_maskz_loadu_ps(k, y + c), total));
+  }
+}
+
+// The IREE workgroup function: bareptr memrefs (base + element offset), then scalars; workgroup wx
+// takes rows [wx * per_workgroup, +per_workgroup). Returns 0 (see kiln_amx.c).
+int kiln_softmax_f32_workgroup(const float* restrict x, size_t x_off, const float* restrict b, size_t b_off,
+                               float* restrict y, size_t y_off, size_t rows, size_t cols, size_t bias_rows,
+                               size_t per_workgroup, size_t wx, const uint64_t* processor_data) {
+  (void)processor_data;
+  const size_t begin = wx * per_workgroup;
+  const size_t end = begin + per_workgroup < rows ? begin + per_workgroup : rows;
+  for (size_t r = begin; r < end; ++r) {
+    const float* bias = bias_rows ? b + b_off + (r % bias_rows) * cols : NULL;
+    softmax_row(x + x_off + r * cols, bias, y + y_off + r * cols, cols);
+  }
+  return 0;
+}
