@@ -205,6 +205,34 @@ def test_softmaxes_on_the_row_kernel_match_eager() -> None:
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
+class Norms(nn.Module):
+    """A GELU into a layer norm of 1024, and a layer norm of 37 values (tails) of its input as is."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wide, self.narrow = nn.LayerNorm(1024), nn.LayerNorm(37, eps=1e-3)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.wide(nn.functional.gelu(x)), self.narrow(y)
+
+
+@needs_avx512f
+def test_layer_norms_on_the_row_kernel_match_eager() -> None:
+    torch.manual_seed(0)
+    model = Norms().eval()
+    with torch.no_grad():
+        for norm in (model.wide, model.narrow):
+            norm.weight.uniform_(0.5, 1.5)
+            norm.bias.uniform_(-0.1, 0.1)
+    inputs = (torch.randn(2, 16, 1024), torch.randn(5, 37) * 100.0 + 1000.0)  # large offsets: two-pass variance
+    compiled = kiln.compile(model, inputs)
+    moments = [r["contraction"] for r in compiled.manifest.kernels if r["code"] == "kiln"]
+    assert sorted(moments) == ["layer norm moments 2x16x1024", "layer norm moments 5x37"], compiled.manifest.kernels
+    with torch.no_grad():
+        for got, want in zip(compiled(*inputs), model(*inputs), strict=True):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
 @needs_avx512_bf16
 def test_attention_on_the_kernel_is_a_choice() -> None:
     torch.manual_seed(0)

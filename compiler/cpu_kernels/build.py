@@ -1,4 +1,4 @@
-"""The kernels' object files: kiln_amx.c and kiln_softmax.c built by this machine's C compiler at
+"""The kernels' object files: kiln_amx.c and kiln_rows.c built by this machine's C compiler at
 first use, then cached.
 
 IREE links the objects into the artifact's own code (an embedded ELF), so it is needed only where
@@ -24,7 +24,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-SOURCES = tuple(Path(__file__).with_name(name) for name in ("kiln_amx.c", "kiln_softmax.c"))
+SOURCES = tuple(Path(__file__).with_name(name) for name in ("kiln_amx.c", "kiln_rows.c"))
 OBJECT_NAMES = tuple(source.with_suffix(".o").name for source in SOURCES)  # what the executable's objects name
 FLAGS = (
     "-O3", "-std=c17", "-ffreestanding", "-fno-builtin", "-fno-strict-aliasing", "-fPIC", "-fvisibility=hidden",

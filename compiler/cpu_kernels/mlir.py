@@ -1,7 +1,7 @@
 """MLIR text for the kernel inside an IREE module: the executable, the weight packing, the dispatch.
 
 The executable is a `stream.executable` whose exports, `conv_bf16` and `conv_f32` (one per element
-type the module uses) and `softmax_f32` (where a softmax is taken), call the kernels' workgroup
+type the module uses) and the row kernels `softmax_f32` and `moments_f32` (where taken), call the kernels' workgroup
 functions from the linked objects (`hal.executable.objects`; IREE links them into the artifact's own
 code). Everything else is plain tensor/linalg/flow text that iree-compile 3.13 reads as input, next
 to kiln's linalg: the packing of a weight into the kernel's tile layout is linalg on the weight's
@@ -15,6 +15,8 @@ that "must not produce values", so the kernel returns an int that is ignored.
 """
 
 from __future__ import annotations
+
+import struct
 
 from .build import OBJECT_NAMES
 from .geometry import Call
@@ -37,11 +39,11 @@ def export(element: str) -> str:
     return f"conv_{element}"
 
 
-def executable(elements: tuple[str, ...], softmax: bool = False) -> str:
-    """The stream.executable holding the workgroup functions for `elements`, and the row softmax's
-    with `softmax` (one executable per module)."""
+def executable(elements: tuple[str, ...], rows: tuple[str, ...] = ()) -> str:
+    """The stream.executable holding the workgroup functions for `elements` and for the row kernels
+    named in `rows` ("softmax", "moments"); one executable per module."""
     objects = ", ".join(f'#hal.executable.object<{{path = "{name}"}}>' for name in OBJECT_NAMES)
-    parts = [_export(element) for element in elements] + ([_SOFTMAX] if softmax else [])
+    parts = [_export(element) for element in elements] + [_ROW_KERNELS[name] for name in rows]
     exports = "".join(export for export, _ in parts)
     functions = "".join(functions for _, functions in parts)
     return f"""
@@ -54,7 +56,7 @@ def executable(elements: tuple[str, ...], softmax: bool = False) -> str:
 """
 
 
-# The row softmax (kiln_softmax.c): scores [rows][cols], an additive bias [bias_rows][cols] for rows
+# The row softmax (kiln_rows.c): scores [rows][cols], an additive bias [bias_rows][cols] for rows
 # r % bias_rows (bias_rows 0: none; the binding then holds one unused element), result [rows][cols].
 _SOFTMAX = (
     """
@@ -80,14 +82,62 @@ _SOFTMAX = (
         return
       }""",
 )
-# Rows a softmax workgroup takes: about this many bytes of scores, and at least 16 workgroups.
-SOFTMAX_WORKGROUP_BYTES = 64 << 10
+# A layer norm's row moments (kiln_rows.c): x [rows][cols] -> mean [rows], rstd [rows]; eps as f32 bits.
+_MOMENTS = (
+    """
+    stream.executable.export public @moments_f32 workgroups(%gx: index) -> (index, index, index) {
+      %c1 = arith.constant 1 : index
+      stream.return %gx, %c1, %c1 : index, index, index
+    }""",
+    """
+      func.func private @kiln_moments_f32_workgroup(%xb: memref<f32>, %xo: index, %mb: memref<f32>, %mo: index, %rb: memref<f32>, %ro: index, %rows_: index, %cols_: index, %eps_: index, %per_: index, %wx_: index) -> i32 attributes {
+        hal.import.bitcode, hal.import.fields = ["processor_data"], llvm.bareptr = true
+      }
+      func.func @moments_f32(%x: !stream.binding, %m: !stream.binding, %r: !stream.binding, %rows: index, %cols: index, %eps: index, %per: index) {
+        %c0 = arith.constant 0 : index
+        %wx = stream.dispatch.workgroup.id[0] : index
+        %n = arith.muli %rows, %cols : index
+        %xm = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{%n}
+        %mm = stream.binding.subspan %m[%c0] : !stream.binding -> memref<?xf32>{%rows}
+        %rm = stream.binding.subspan %r[%c0] : !stream.binding -> memref<?xf32>{%rows}
+        %xbase, %xoff, %xs, %xst = iree_codegen.extract_strided_metadata %xm : memref<?xf32> -> memref<f32>, index, index, index
+        %mbase, %moff, %ms, %mst = iree_codegen.extract_strided_metadata %mm : memref<?xf32> -> memref<f32>, index, index, index
+        %rbase, %roff, %rs, %rst = iree_codegen.extract_strided_metadata %rm : memref<?xf32> -> memref<f32>, index, index, index
+        %status = func.call @kiln_moments_f32_workgroup(%xbase, %xoff, %mbase, %moff, %rbase, %roff, %rows, %cols, %eps, %per, %wx) : (memref<f32>, index, memref<f32>, index, memref<f32>, index, index, index, index, index, index) -> i32
+        return
+      }""",
+)
+_ROW_KERNELS = {"softmax": _SOFTMAX, "moments": _MOMENTS}
+# Rows a row kernel's workgroup takes: about this many bytes of input, and at least 16 workgroups.
+ROW_WORKGROUP_BYTES = 64 << 10
+
+
+def _rows_per_workgroup(rows: int, cols: int) -> int:
+    return max(1, min(ROW_WORKGROUP_BYTES // (4 * cols), -(-rows // 16)))
+
+
+def moments_dispatch(x: str, rows: int, cols: int, eps: float, fresh: Namer) -> tuple[list[str], str, str]:
+    """Lines dispatching the row moments on `x` [rows][cols] (f32); returns (lines, mean, rstd), each [rows]."""
+    per = _rows_per_workgroup(rows, cols)
+    bits = struct.unpack("<I", struct.pack("<f", eps))[0]
+    values = {"gx": -(-rows // per), "rows": rows, "cols": cols, "eps": bits, "per": per}
+    lines, names = [], {}
+    for scalar, value in values.items():
+        names[scalar] = fresh(f"n_{scalar}_")
+        lines.append(f"{names[scalar]} = arith.constant {value} : index")
+    result = fresh("moments")
+    scalars = ", ".join(names[s] for s in ("rows", "cols", "eps", "per"))
+    lines.append(
+        f"{result}:2 = flow.dispatch @{EXECUTABLE}::@moments_f32[{names['gx']}]({x}, {scalars}) : "
+        f"(tensor<{rows}x{cols}xf32>, index, index, index, index) -> (tensor<{rows}xf32>, tensor<{rows}xf32>)"
+    )
+    return lines, f"{result}#0", f"{result}#1"
 
 
 def softmax_dispatch(x: str, bias: str | None, rows: int, cols: int, bias_rows: int, fresh: Namer) -> tuple[list[str], str]:
     """Lines dispatching the row softmax on `x` [rows][cols] (f32) with `bias` [bias_rows][cols] or
     none; returns (lines, the [rows][cols] result)."""
-    per = max(1, min(SOFTMAX_WORKGROUP_BYTES // (4 * cols), -(-rows // 16)))
+    per = _rows_per_workgroup(rows, cols)
     lines = []
     if bias is None:
         bias = fresh("nobias")

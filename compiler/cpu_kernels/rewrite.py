@@ -21,8 +21,11 @@ precision of eager PyTorch's f32; `--cpu-attention` is about bf16 models only).
 
 A softmax over the last dimension in f32 (the max, exp, sum and division generics kiln's linalg
 has for it, attention's included), with an additive mask shared by the leading dimensions or none,
-becomes a dispatch of the row softmax (kiln_softmax.c): one pass over each row instead of IREE's
-three. The rest of the chain (its max and sum) is then dead, and IREE drops it.
+becomes a dispatch of the row softmax (kiln_rows.c): one pass over each row instead of IREE's
+three. The rest of the chain (its max and sum) is then dead, and IREE drops it. Likewise a layer
+norm's row moments (its mean and 1 / sqrt(variance + eps), over the last dimension in f32) become
+one dispatch of the row moments: IREE then computes the normalized value's producer once, instead
+of again in each of the reductions it fuses it into.
 
 In a module where the kernel takes something, NCHW poolings become NHWC ones between transposes too
 (IREE's code): IREE then cancels the transposes of a conv-pool-conv chain, which stays in NHWC.
@@ -113,17 +116,19 @@ class Substitution:
 
 
 def substitute(text: str, isa: KernelIsa, attention: bool = False, locations: bool = True) -> Substitution:
-    """`text` (kiln's linalg hand-off) with the contractions that match routed to the kernel;
-    printed with source locations (the model's lines, for IREE's messages) unless `locations` is off."""
+    """`text` (kiln's linalg hand-off) with the contractions and row computations that match routed
+    to the kernels; printed with source locations (the model's lines, for IREE's messages) unless
+    `locations` is off."""
     with ir.Context():
         module = ir.Module.parse(text)
         rewriter = _Rewriter(module, isa, attention)
         rewriter.run()
-        if rewriter.taken:
+        substitution = Substitution(text, tuple(rewriter.decisions))
+        if substitution.taken:
             module.operation.verify()
-        if rewriter.taken or not locations:
-            text = module.operation.get_asm(enable_debug_info=locations)
-        return Substitution(text, tuple(rewriter.decisions))
+        if substitution.taken or not locations:
+            return Substitution(module.operation.get_asm(enable_debug_info=locations), substitution.decisions)
+        return substitution
 
 
 # -- reading the module ---------------------------------------------------------------------------
@@ -238,18 +243,23 @@ class _Rewriter:
                 ops.append(op)
             elif op.name == "linalg.generic" and [o.name for o in _body(op)] == ["arith.divf", "linalg.yield"]:
                 divisions.append(op)
+            elif op.name == "linalg.generic" and [o.name for o in _body(op)] == _RSTD_BODY:
+                deviations.append(op)
             return ir.WalkResult.ADVANCE
 
+        deviations: list[ir.Operation] = []
         self.module.operation.walk(visit)
-        softmaxes = self._softmaxes(divisions)
+        rows = tuple(
+            name for name, count in (("softmax", self._softmaxes(divisions)), ("moments", self._moments(deviations))) if count
+        )
         # A module with bf16 contractions is a bf16 model: its f32 contractions (attention's, on f32
         # values kiln computed from bf16 ones) are listed too. Other models are f32 models.
         poolings = [op for op in ops if op.name in POOLINGS]
         ops = [op for op in ops if op.name not in POOLINGS]
         self.element = "bf16" if any(_involves_bf16(op) for op in ops) else "f32"
         if not ops or (self.element == "bf16" and not self.isa.bf16):
-            if softmaxes:
-                self._add(mlir.executable((), softmax=True))
+            if rows:
+                self._add(mlir.executable((), rows))
             return
         path = self.isa.name if self.element == "bf16" else AVX512F.name
         for op in ops:
@@ -268,8 +278,8 @@ class _Rewriter:
         if self.taken:
             for op in poolings:
                 self._pooling(op)
-        if self.taken or softmaxes:
-            self._add(mlir.executable((self.element,) if self.taken else (), softmax=bool(softmaxes)))
+        if self.taken or rows:
+            self._add(mlir.executable((self.element,) if self.taken else (), rows))
 
     def _add(self, text: str) -> None:
         """Put the ops of `text` (module-level) at the start of the module."""
@@ -319,7 +329,43 @@ class _Rewriter:
             label = f"{'x'.join(map(str, shape))}" + (f" + mask {bias_rows}x{cols}" if bias is not None else "")
             arguments = f"%x: {x.type}" + (f", %b: {bias.type}" if bias is not None else "")
             self._replace(division, name, [x, bias] if bias is not None else [x], _function(name, arguments, out, body))
-            self.decisions.append(Decision("softmax", label, "kiln", "row softmax of kiln_softmax.c", element="f32"))
+            self.decisions.append(Decision("softmax", label, "kiln", "row softmax of kiln_rows.c", element="f32"))
+            count += 1
+        return count
+
+    def _moments(self, rstds: list[ir.Operation]) -> int:
+        """Route each layer norm's mean and rstd to the row moments kernel; returns how many."""
+        count = 0
+        for rstd in rstds:
+            chain = _moments_chain(rstd)
+            if chain is None:
+                continue
+            x, mean, eps = chain
+            shape = _shape(x)
+            cols, rows = shape[-1], 1
+            for size in shape[:-1]:
+                rows *= size
+            fresh = mlir.Namer()
+            flat = f"tensor<{rows}x{cols}xf32>"
+            row_type = str(mean.results[0].type)
+            row_shape = _shape(mean.results[0])
+            body = [f"%x2 = tensor.collapse_shape %x {[list(range(len(shape) - 1)), [len(shape) - 1]]} : {x.type} into {flat}"]
+            lines, m, r = mlir.moments_dispatch("%x2", rows, cols, eps, fresh)
+            body += lines
+            spread = [list(range(len(row_shape)))]
+            body += [
+                f"%m = tensor.expand_shape {m} {spread} output_shape {row_shape} : tensor<{rows}xf32> into {row_type}",
+                f"%r = tensor.expand_shape {r} {spread} output_shape {row_shape} : tensor<{rows}xf32> into {row_type}",
+                f"return %m, %r : {row_type}, {row_type}",
+            ]
+            name = f"kiln_cpu_moments_{count}"
+            self._add(_function(name, f"%x: {x.type}", f"({row_type}, {row_type})", body))
+            with ir.InsertionPoint(mean), mean.location:
+                call = func.CallOp([mean.results[0].type, rstd.results[0].type], ir.FlatSymbolRefAttr.get(name), [x])
+            mean.results[0].replace_all_uses_with(call.results[0])
+            rstd.results[0].replace_all_uses_with(call.results[1])
+            rstd.erase()
+            self.decisions.append(Decision("layer norm moments", f"{'x'.join(map(str, shape))}", "kiln", "row moments of kiln_rows.c", element="f32"))
             count += 1
         return count
 
@@ -591,6 +637,61 @@ def _softmax_chain(division: ir.Operation) -> tuple[ir.Value, ir.Value | None] |
     if scores is None or top is None or not _row_reduction(_through_unit_reshapes(top), scores, "arith.maximumf"):
         return None
     return _biased(scores)
+
+
+_RSTD_BODY = ["arith.addf", "math.rsqrt", "linalg.yield"]
+
+
+def _moments_chain(rstd: ir.Operation) -> tuple[ir.Value, ir.Operation, float] | None:
+    """(x, the mean's op, eps) where `rstd` computes 1 / sqrt(sum((x - mean)^2) / n + eps) per row of
+    f32 `x` (static, n its last dimension) and the mean's op sum(x) / n; None otherwise."""
+    add = _body(rstd)[0]
+    if len(rstd.operands) != 2 or _argument_number(add.operands[0]) != 0 or not _identities(rstd, len(_shape(rstd.operands[0]))):
+        return None
+    eps = _float_constant(add.operands[1])
+    variance = _row_average(rstd.operands[0])
+    if eps is None or variance is None:
+        return None
+    squares, n = variance
+    op = _producer(squares)
+    if _name(op) != "linalg.generic" or len(op.operands) != 3 or [o.name for o in _body(op)] != ["arith.subf", "arith.mulf", "linalg.yield"]:
+        return None
+    sub, mul = _body(op)[0], _body(op)[1]
+    if [_argument_number(v) for v in sub.operands] != [0, 1] or list(mul.operands) != [sub.results[0], sub.results[0]]:
+        return None
+    x, mean_value = op.operands[0], op.operands[1]
+    rank = len(_shape(x)) if _static(x) else 0
+    maps = [str(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]]
+    if not rank or _element(x) != "f32" or n != _shape(x)[-1] or maps[0] != _identity(rank) or maps[1] not in _row_maps(rank):
+        return None
+    mean = _producer(mean_value)
+    average = _row_average(mean_value)
+    if average is None or average != (x, n) or _name(mean) != "linalg.generic":
+        return None
+    return x, mean, eps
+
+
+def _row_average(value: ir.Value) -> tuple[ir.Value, float] | None:
+    """(x, n) where `value` is sum(x) / n over x's last dimension (a zero-filled reduction, then a
+    division by the constant n); None otherwise."""
+    op = _producer(value)
+    if _name(op) != "linalg.generic" or len(op.operands) != 2 or [o.name for o in _body(op)] != ["arith.divf", "linalg.yield"]:
+        return None
+    divide = _body(op)[0]
+    n = _float_constant(divide.operands[1])
+    if _argument_number(divide.operands[0]) != 0 or n is None or not _identities(op, len(_shape(value))):
+        return None
+    total = _producer(op.operands[0])
+    if _name(total) != "linalg.generic" or not op.operands[0].owner or not _row_reduction(op.operands[0], total.operands[0], "arith.addf", zero=True):
+        return None
+    return total.operands[0], n
+
+
+def _float_constant(value: ir.Value) -> float | None:
+    constant = _producer(value)
+    if _name(constant) != "arith.constant" or not isinstance(constant.attributes["value"], ir.FloatAttr):
+        return None
+    return ir.FloatAttr(constant.attributes["value"]).value
 
 
 def _elementwise(op: ir.Operation | None, name: str) -> tuple[ir.Value | None, ir.Value | None]:

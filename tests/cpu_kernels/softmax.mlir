@@ -4,7 +4,7 @@
 // Attention's softmax as kiln's linalg has it: scores plus a causal mask shared by batch and heads,
 // a max and a sum kept as size-1 dimensions. The division becomes the row softmax with the mask.
 // CHECK-LABEL: stream.executable private @kiln_cpu_kernels
-// CHECK:         hal.executable.object<{path = "kiln_amx.o"}>, #hal.executable.object<{path = "kiln_softmax.o"}>
+// CHECK:         hal.executable.object<{path = "kiln_amx.o"}>, #hal.executable.object<{path = "kiln_rows.o"}>
 // CHECK:         stream.executable.export public @softmax_f32
 // CHECK:         builtin.module
 // CHECK:           func.func private @kiln_softmax_f32_workgroup(
@@ -72,7 +72,7 @@ func.func @attention_softmax(%s: tensor<2x3x8x16xf32>, %m: tensor<8x16xf32>) -> 
 // CHECK:         flow.dispatch @kiln_cpu_kernels::@softmax_f32{{.*}} : (tensor<4x32xf32>, tensor<1xf32>, index, index, index, index, index) -> tensor<4x32xf32>
 // CHECK-LABEL: func.func @plain_softmax(
 // CHECK:         call @kiln_cpu_softmax_0(%arg0)
-// REPORT:      | softmax 4x32 | kiln | {{.*}} row softmax of kiln_softmax.c |
+// REPORT:      | softmax 4x32 | kiln | {{.*}} row softmax of kiln_rows.c |
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row2 = affine_map<(d0, d1) -> (d0)>
 func.func @plain_softmax(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {

@@ -1,11 +1,14 @@
-// Row softmax over f32 for x86-64 AVX-512F: y[r][:] = exp(s - max(s)) / sum(exp(s - max(s))), with
-// s = x[r][:] + b[r % bias_rows][:] (an additive mask shared by the leading dimensions, such as
-// attention's causal mask over [queries, keys]) or s = x[r][:] where bias_rows is 0.
+// Row kernels over f32 for x86-64 AVX-512F, each row read from memory once and kept in L1:
 //
-// Why: IREE 3.13 computes attention's softmax over [batch, heads, 1024, 1024] in three passes over
-// the scores, reducing each 16-wide vector horizontally (a GPT-2 block's largest IREE dispatch on
-// the 16-core host). Here a row (4 KiB at 1024 columns) is read from memory once and stays in L1 for
-// the max, the exponentials and the division.
+// - softmax: y[r][:] = exp(s - max(s)) / sum(exp(s - max(s))), with s = x[r][:] + b[r % bias_rows][:]
+//   (an additive mask shared by the leading dimensions, such as attention's causal mask over
+//   [queries, keys]) or s = x[r][:] where bias_rows is 0. IREE 3.13 computes attention's softmax
+//   over [batch, heads, 1024, 1024] in three passes over the scores, reducing each 16-wide vector
+//   horizontally (a GPT-2 block's largest IREE dispatch on the 16-core host).
+// - moments: a layer norm's mean[r] = sum(x[r]) / n and rstd[r] = 1 / sqrt(sum((x[r] - mean)^2) / n
+//   + eps). IREE fuses the normalized value's producer into each of its reductions and computes it
+//   again in every pass (a GELU's erf three times); here the producer is computed once, by IREE,
+//   and the two passes over a row run in L1.
 //
 // exp: 2^(x log2 e) split into 2^n (VSCALEFPS) times 2^f, |f| <= 1/2, by its degree-6 Taylor
 // polynomial (relative error under 2e-7). Below 2^-151 it is 0, so masked (-inf) entries give
@@ -66,8 +69,24 @@ TARGET static void softmax_row(const float* x, const float* b, float* y, size_t 
   }
 }
 
-// The IREE workgroup function: bareptr memrefs (base + element offset), then scalars; workgroup wx
-// takes rows [wx * per_workgroup, +per_workgroup). Returns 0 (see kiln_amx.c).
+TARGET static void moments_row(const float* x, size_t cols, float eps, float* mean, float* rstd) {
+  __m512 sum = _mm512_setzero_ps();
+  for (size_t c = 0; c < cols; c += 16) sum = _mm512_add_ps(sum, _mm512_maskz_loadu_ps(lanes(cols - c), x + c));
+  const float m = _mm512_reduce_add_ps(sum) / (float)cols;
+  const __m512 mv = _mm512_set1_ps(m);
+  __m512 squares = _mm512_setzero_ps();
+  for (size_t c = 0; c < cols; c += 16) {
+    const __mmask16 k = lanes(cols - c);
+    const __m512 d = _mm512_maskz_sub_ps(k, _mm512_maskz_loadu_ps(k, x + c), mv);
+    squares = _mm512_fmadd_ps(d, d, squares);
+  }
+  const float variance = _mm512_reduce_add_ps(squares) / (float)cols + eps;
+  *mean = m;
+  *rstd = 1.0f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(variance)));
+}
+
+// The IREE workgroup functions: bareptr memrefs (base + element offset), then scalars; workgroup wx
+// takes rows [wx * per_workgroup, +per_workgroup). They return 0 (see kiln_amx.c).
 int kiln_softmax_f32_workgroup(const float* restrict x, size_t x_off, const float* restrict b, size_t b_off,
                                float* restrict y, size_t y_off, size_t rows, size_t cols, size_t bias_rows,
                                size_t per_workgroup, size_t wx, const uint64_t* processor_data) {
@@ -78,5 +97,18 @@ int kiln_softmax_f32_workgroup(const float* restrict x, size_t x_off, const floa
     const float* bias = bias_rows ? b + b_off + (r % bias_rows) * cols : NULL;
     softmax_row(x + x_off + r * cols, bias, y + y_off + r * cols, cols);
   }
+  return 0;
+}
+
+// eps is passed as the bits of an f32 (every scalar argument is an index).
+int kiln_moments_f32_workgroup(const float* restrict x, size_t x_off, float* restrict mean, size_t mean_off,
+                               float* restrict rstd, size_t rstd_off, size_t rows, size_t cols, size_t eps_bits,
+                               size_t per_workgroup, size_t wx, const uint64_t* processor_data) {
+  (void)processor_data;
+  union { uint32_t bits; float value; } eps = {(uint32_t)eps_bits};
+  const size_t begin = wx * per_workgroup;
+  const size_t end = begin + per_workgroup < rows ? begin + per_workgroup : rows;
+  for (size_t r = begin; r < end; ++r)
+    moments_row(x + x_off + r * cols, cols, eps.value, mean + mean_off + r, rstd + rstd_off + r);
   return 0;
 }
