@@ -26,6 +26,7 @@ from kiln.runtime.manifest import FunctionSpec, Manifest, TensorSpec, function_s
 from .artifact import Compiled, versions
 from .boundary import apply_plan
 from .capture import Exported, capture
+from .cpu_kernels.plan import Plan as CpuKernelPlan
 from .cpu_kernels.plan import plan as plan_cpu_kernels
 from .importer import import_program
 from .iree_backend import iree_compile_with_workarounds
@@ -381,12 +382,36 @@ def _mark_target(module: ir.Module, resolved: ResolvedTarget) -> None:
 def _backend(program: Program, context: StageContext) -> Compiled:
     """iree-compile the hand-off: kiln's GPU kernels spliced in where the target has them (cuda on
     Hopper), the target's levers (levers.py) where the module has ops for them, kiln's CPU kernel
-    among them; the manifest records what the artifact was compiled with."""
+    among them, and on the CPU the transient variants (compiler/transients.py), which like a lever
+    are left out should iree-compile fail with them; the manifest records what the artifact was
+    compiled with."""
     resolved = context.resolved
     names = tuple(function.name for function in program.functions)
     overwritten = overwritten_inputs(program.module, names)
     variants = add_out_variants(program.module, names)
+    _mark_target(program.module, resolved)
+    if resolved.device_targets is not None:
+        with program.module.context:  # IREE's attribute, opaque here: the context allows unregistered dialects
+            program.module.operation.attributes["hal.device.targets"] = ir.Attribute.parse(resolved.device_targets)
+    gpu_kernels = plan_kernels(program.module) if resolved.kernels else Substitution(())
+    for note in gpu_kernels.notes():
+        context.say(note)
+    plain = gpu_kernels.splice(program.module.operation.get_asm(enable_debug_info=True))
+    iree_input = _iree_input(program, gpu_kernels, context)
     transients = add_transient_variants(program.module, names) if resolved.target.name == "llvm-cpu" else {}
+    try:
+        text = program.module.operation.get_asm(enable_debug_info=True) if transients else plain
+        build = _compile_handoff(text, iree_input, context)
+    except KilnError as failure:
+        if not transients:
+            raise
+        build = _compile_handoff(plain, iree_input, context)  # IREE's own failure, if any, is the user's error
+        transients = {}
+        build = replace(
+            build, notes=(*build.notes, f"note: iree-compile failed with kiln's transient variants ({failure.message}); compiled without them")
+        )
+    for note in build.notes:
+        context.say(note)
     functions = tuple(
         replace(
             function,
@@ -396,18 +421,41 @@ def _backend(program: Program, context: StageContext) -> Compiled:
         )
         for function in program.functions
     )
-    _mark_target(program.module, resolved)
-    if resolved.device_targets is not None:
-        with program.module.context:  # IREE's attribute, opaque here: the context allows unregistered dialects
-            program.module.operation.attributes["hal.device.targets"] = ir.Attribute.parse(resolved.device_targets)
-    gpu_kernels = plan_kernels(program.module) if resolved.kernels else Substitution(())
-    for note in gpu_kernels.notes():
-        context.say(note)
-    text = gpu_kernels.splice(program.module.operation.get_asm(enable_debug_info=True))
-    iree_input = _iree_input(program, gpu_kernels, context)
+    kernels = build.kernels
+    manifest = Manifest(
+        functions=functions,
+        target=resolved.target.name,
+        driver=_driver(resolved),
+        target_details=_details(resolved, build.used),
+        iree_flags=build.flags,
+        versions=versions(),
+        source=_source_of(context),
+        precision=program.precision,
+        parameters=_parameter_summary(program),
+        kernels=gpu_kernels.records()
+        or (kernels.substitution.records() if build.kernels_used and kernels.substitution is not None else ()),
+        cpu_features=kernels.features if build.kernels_used else (),
+    )
+    return Compiled(build.vmfb, manifest, program.parameters)
+
+
+@dataclass(frozen=True)
+class _Build:
+    """One hand-off text compiled: the artifact, the levers it used, its flags, kiln's CPU kernel plan,
+    and the notes for the user (said once the build is the one kept)."""
+
+    vmfb: bytes
+    used: tuple[tuple[Lever, int], ...]
+    flags: tuple[str, ...]
+    kernels: CpuKernelPlan
+    kernels_used: bool
+    notes: tuple[str, ...]
+
+
+def _compile_handoff(text: str, iree_input: Path | None, context: StageContext) -> _Build:
+    """`text` through kiln's CPU kernel rewrite and iree-compile, with the target's levers (levers.py)."""
+    resolved = context.resolved
     kernels = plan_cpu_kernels(text, resolved.cpu_kernels, resolved.cpu_attention == "bf16")
-    if kernels.note is not None:
-        context.say(kernels.note)
     if context.dump_stem is not None:
         kernels.write(context.dump_stem)
     levers = tuple(lever for lever in resolved.levers if lever.applies_to(text))
@@ -424,25 +472,10 @@ def _backend(program: Program, context: StageContext) -> Compiled:
         return vmfb
 
     outcome = compile_with_levers(text, levers, compile_one)
-    for note in outcome.notes:
-        context.say(note)
     used = outcome.used(levers)
     kernels_used = kernels.lever is not None and any(lever is kernels.lever for lever, _ in used)
-    manifest = Manifest(
-        functions=functions,
-        target=resolved.target.name,
-        driver=_driver(resolved),
-        target_details=_details(resolved, used),
-        iree_flags=tuple(flags),
-        versions=versions(),
-        source=_source_of(context),
-        precision=program.precision,
-        parameters=_parameter_summary(program),
-        kernels=gpu_kernels.records()
-        or (kernels.substitution.records() if kernels_used and kernels.substitution is not None else ()),
-        cpu_features=kernels.features if kernels_used else (),
-    )
-    return Compiled(outcome.vmfb, manifest, program.parameters)
+    notes = (kernels.note,) if kernels.note is not None else ()
+    return _Build(outcome.vmfb, used, tuple(flags), kernels, kernels_used, (*notes, *outcome.notes))
 
 
 def _details(resolved: ResolvedTarget, used: tuple[tuple[Lever, int], ...]) -> dict[str, str]:

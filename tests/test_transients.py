@@ -114,3 +114,30 @@ def test_manifest_names_the_variant_it_has(compiled):
     x = torch.randn(32, 64)
     with torch.no_grad():
         torch.testing.assert_close(module(x), TwoLayers().eval()(x), rtol=1e-5, atol=1e-5)
+
+
+
+def test_a_compile_the_variants_break_goes_on_without_them(monkeypatch):
+    """Like a lever, the variants are left out where iree-compile fails with them: the artifact is
+    the plain one, and a note says why."""
+    from kiln.compiler import CompileOptions, pipeline, run_pipeline, spec_from_module
+    from kiln.errors import KilnError
+
+    compile_handoff = pipeline._compile_handoff
+
+    def failing_with_the_variants(text, *args):
+        if "$transients" in text:
+            raise KilnError("iree-compile failed: (a failure the variants cause)", stage="vmfb")
+        return compile_handoff(text, *args)
+
+    monkeypatch.setattr(pipeline, "_compile_handoff", failing_with_the_variants)
+    notes: list[str] = []
+    x = torch.randn(32, 64)
+    compiled = run_pipeline(spec_from_module(TwoLayers(), (x,)), CompileOptions(), say=notes.append).compiled
+    assert compiled is not None and compiled.manifest.functions[0].transients_variant is None
+    assert [line for line in notes if "transient" in line] == [
+        "note: iree-compile failed with kiln's transient variants (iree-compile failed: (a failure the variants cause)); "
+        "compiled without them"
+    ]
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), TwoLayers().eval()(x), rtol=1e-5, atol=1e-5)
