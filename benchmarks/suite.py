@@ -6,6 +6,7 @@ Two phases, so that artifacts compiled here can be timed on a machine that has o
     python benchmarks/suite.py compile --target cuda --thin -o .device-carry/bench-cuda
     python benchmarks/suite.py time .device-carry/bench-cuda       # there: needs kiln.runtime and torch
     python benchmarks/suite.py collect                             # results/*.json -> RESULTS.md
+    python benchmarks/suite.py ab BEFORE AFTER                     # two bundles, timed in turn
 
 A case is one model file at one dtype and one batch size, named `<model>-<dtype>-<batch>`. A model
 file lists its `DTYPES` and `BATCHES` and takes them as `get_model(dtype=...)` and
@@ -38,7 +39,7 @@ import click
 import torch
 
 from kiln.cli.options import TimingChoice, target_options, timing_options
-from kiln.measure.bench import bench
+from kiln.measure.bench import bench, compare_artifacts
 from kiln.measure.bundle import Bundle, Entry, ModelRecipe, add_artifact, open_entry, rebuild
 from kiln.measure.overhead import call_overhead
 from kiln.measure.results import SCHEMA, CaseResult, Report, Timing, report_markdown
@@ -265,6 +266,40 @@ def _time_case(entry: Entry, bundle: Path, device: str | None, settings: Setting
         return replace(result, error=f"{type(exc).__name__}: {_first_line(exc)}")
 
 
+def compare_bundles(bundles: tuple[Path, ...], device: str | None, settings: Settings, threads: int, only: tuple[str, ...]) -> dict[str, Any]:
+    """Every case the bundles share, their artifacts timed in turn (`compare_artifacts`): a change's
+    effect measured in one run; returns the comparison as JSON-ready data, rows printed as they come."""
+    use_threads(threads)  # before the first artifact is loaded
+    data = [Bundle.read(bundle) for bundle in bundles]
+    names = [{entry.name: entry for entry in bundle.entries if entry.artifact is not None} for bundle in data]
+    cases = [name for name in names[0] if all(name in other for other in names[1:])]
+    cases = [name for name in cases if not only or any(fnmatch.fnmatch(name, pattern) for pattern in only)]
+    labels = [bundle.name for bundle in bundles]
+    click.echo(f"| case | {' | '.join(f'{label} ms' for label in labels)} | {' | '.join(f'{label} / {labels[0]}' for label in labels[1:])} | numerics (rel L2) |")
+    click.echo("|---" * (2 * len(bundles) + 1) + "|")
+    rows = []
+    for name in cases:
+        try:
+            model, inputs = rebuild(names[0][name], ROOT)
+            modules = [open_entry(bundle, entries[name], device, model) for bundle, entries in zip(bundles, names, strict=True)]
+            numerics, timings = compare_artifacts(modules, model, inputs, settings, device)
+        except Exception as exc:  # one case's failure is a result; the run goes on
+            rows.append({"case": name, "error": f"{type(exc).__name__}: {_first_line(exc)}"})
+            click.echo(f"| {name} | {rows[-1]['error']} |")
+            continue
+        medians = [timing.median_ms for timing in timings]
+        rows.append({"case": name, "timings": [asdict(t) for t in timings], "numerics": [asdict(n) for n in numerics]})
+        errors = ", ".join(f"{'ok' if n.ok else 'MISMATCH'} {n.rel_l2_error:.1e}" for n in numerics)
+        ratios = " | ".join(f"{median / medians[0]:.2f}x" for median in medians[1:])
+        click.echo(f"| {name} | {' | '.join(f'{median:.3g}' for median in medians)} | {ratios} | {errors} |")
+        del model, inputs, modules
+        gc.collect()
+    machine, versions = environment(torch_device_for(data[0].driver, device))
+    return {"created": _now(), "command": _command(), "machine": machine, "versions": versions, "threads": threads,
+            "settings": asdict(settings), "bundles": [{"path": str(b), "kiln_source": d.settings.get("kiln_source")} for b, d in zip(bundles, data, strict=True)],
+            "cases": rows}
+
+
 GENERATED = "<!-- Everything below is generated from results/*.json by `python benchmarks/suite.py collect`. -->"
 
 
@@ -417,6 +452,31 @@ def run_command(
     bundle = bundle or ROOT / "build" / "bench" / options.target
     compile_cases(find_cases(models, only), options, bundle, thin_artifacts=False)
     _run_time(bundle, timing, (), resume, deadline_s, output)
+
+
+@suite.command("ab")
+@click.argument("bundles", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, file_okay=False))
+@_only_option
+@timing_options(time_s=5.0, inductor=False)
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Also write the comparison here (JSON).")
+def ab_command(bundles: tuple[Path, ...], only: tuple[str, ...], timing: TimingChoice, output: Path | None) -> None:
+    """Time the cases two or more BUNDLES share, call by call in turn (the "kiln" column): a change's
+    before and after in one run, on one machine. Each artifact's numerics are checked against eager.
+
+    \b
+    Example, compiled here before and after a change, timed on the 16-core host:
+      python benchmarks/suite.py compile --cpu sapphirerapids --thin --only 'gelu*' -o .device-carry/before
+      python benchmarks/suite.py compile --cpu sapphirerapids --thin --only 'gelu*' -o .device-carry/after
+      python benchmarks/suite.py ab .device-carry/before .device-carry/after --threads 16
+    """
+    if len(bundles) < 2:
+        raise click.UsageError("give two bundles or more")
+    threads = timing.threads or torch.get_num_threads()
+    comparison = compare_bundles(bundles, timing.device, timing.settings, threads, only)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(json.dumps(comparison, indent=1) + "\n")
+        click.echo(f"wrote {output}")
 
 
 @suite.command("collect")

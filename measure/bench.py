@@ -69,6 +69,27 @@ def bench(
     return numerics, timings, error
 
 
+def compare_artifacts(
+    modules: Sequence[LoadedModule], model: torch.nn.Module, inputs: Sequence[torch.Tensor], settings: Settings, device: str | None = None
+) -> tuple[list[Numerics], list[Timing]]:
+    """Several artifacts of one case (a change's before and after), each checked against `model`, then
+    timed call by call in turn like bench's "kiln" column: one run, so the machine's drift between runs
+    (often larger than the change) falls on each alike."""
+    torch_device = torch_device_for(modules[0].manifest.driver, device)
+    device_inputs = tuple(x.detach().to(torch_device).contiguous() for x in inputs)
+    model = model.to(torch_device).eval()
+    with torch.no_grad():
+        expected = _as_tuple(model(*device_inputs))
+        numerics = [
+            check_numerics(_as_tuple(module(*device_inputs)), expected, computes_in_tf32(module.manifest.kernels)) for module in modules
+        ]
+        uploaded = [upload(module, device_inputs) for module in modules]
+        warm = replace(settings, warmup=max(settings.warmup, CALLS_TO_CHOOSE))
+        calls = [lambda module=module, up=up: module.call_on_device(up) for module, up in zip(modules, uploaded, strict=True)]
+        samples = measure_alternating(calls, nothing, warm)
+    return numerics, [Timing.of(times) for times in samples]
+
+
 def _time_inductor(
     model: torch.nn.Module, inputs: Sequence[torch.Tensor], sync: Callable[[], None], settings: Settings
 ) -> Timing:

@@ -268,6 +268,30 @@ def test_suite_compiles_times_resumes_and_collects(tmp_path):
     assert text.count("## llvm-cpu on cpu") == 1 and not math.isnan(report.cases[0].timings["kiln"].median_ms)
 
 
+
+def test_suite_ab_times_two_bundles_in_turn(tmp_path):
+    """`suite.py ab`: the cases both bundles have, each artifact checked against eager and timed, one row each."""
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "tiny.py").write_text(TINY_MODEL)
+    runner = CliRunner()
+    bundles = [tmp_path / "before", tmp_path / "after"]
+    for bundle, kernels in zip(bundles, ("off", "on"), strict=True):
+        result = runner.invoke(suite.suite, ["compile", "--models", str(models), "--only", "*-f32-small", "--kernels", kernels, "-o", str(bundle)])
+        assert result.exit_code == 0, result.output
+    output = tmp_path / "ab.json"
+    result = runner.invoke(suite.suite, ["ab", *map(str, bundles), "--warmup", "1", "--iterations", "4", "-o", str(output)])
+    assert result.exit_code == 0, result.output
+    assert "| case | before ms | after ms | after / before | numerics (rel L2) |" in result.output
+    (row,) = [line for line in result.output.splitlines() if line.startswith("| tiny-f32-small |")]
+    assert row.count("ok ") == 2, row
+    (case,) = json.loads(output.read_text())["cases"]
+    assert case["case"] == "tiny-f32-small" and [t["calls"] for t in case["timings"]] == [4, 4]
+    assert all(n["ok"] for n in case["numerics"])
+    assert float(row.split("|")[4].strip().rstrip("x")) == pytest.approx(case["timings"][1]["median_ms"] / case["timings"][0]["median_ms"], rel=0.01)
+    result = runner.invoke(suite.suite, ["ab", str(bundles[0])])
+    assert result.exit_code == 2 and "give two bundles or more" in result.output
+
 def test_suite_models_are_plain_model_files():
     """Every suite model loads as `kiln compile` loads it, and offers its dtypes and batches to the runner."""
     from kiln.compiler import load_model_file
