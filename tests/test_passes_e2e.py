@@ -180,8 +180,10 @@ def test_sincos_has_no_transcendental_math_and_returns_ones(tmp_path):
 def test_gelu_layernorm_needs_no_more_dispatches_with_our_passes(tmp_path):
     spec = load_model_file(ROOT / "benchmarks" / "models" / "gelu_layernorm.py")
     on, off = tmp_path / "on", tmp_path / "off"
-    compiled = run_pipeline(spec, CompileOptions(dump_dir=on)).compiled
-    run_pipeline(spec, CompileOptions(dump_dir=off, pipeline=TORCH_MLIR_PIPELINE))
+    # The passes' effect alone: kiln's CPU kernels, after them, split the layer norm's row moments
+    # into a dispatch of their own on purpose (faster; benchmarks/NOTES.md).
+    compiled = run_pipeline(spec, CompileOptions(dump_dir=on, kernels="off")).compiled
+    run_pipeline(spec, CompileOptions(dump_dir=off, pipeline=TORCH_MLIR_PIPELINE, kernels="off"))
     assert count_dispatches(on) <= count_dispatches(off)
     assert compiled is not None
     torch.manual_seed(1)
