@@ -206,31 +206,47 @@ def test_softmaxes_on_the_row_kernel_match_eager() -> None:
 
 
 class Norms(nn.Module):
-    """A GELU into a layer norm of 1024, and a layer norm of 37 values (tails) of its input as is."""
+    """A GELU into a layer norm of 1024; a layer norm of 37 values (tails) without a weight; one of 48
+    whose statistics are results too (training's native_layer_norm), which keeps IREE's normalization."""
 
     def __init__(self) -> None:
         super().__init__()
         self.wide, self.narrow = nn.LayerNorm(1024), nn.LayerNorm(37, eps=1e-3)
+        self.narrow.weight = None
+        self.weight, self.bias = nn.Parameter(torch.rand(48) + 0.5), nn.Parameter(torch.rand(48) - 0.5)
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.wide(nn.functional.gelu(x)), self.narrow(y)
+    def forward(self, x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        normed, mean, rstd = torch.ops.aten.native_layer_norm(z, [48], self.weight, self.bias, 1e-5)
+        return self.wide(nn.functional.gelu(x)), self.narrow(y), normed, mean, rstd
 
 
 @needs_avx512f
-def test_layer_norms_on_the_row_kernel_match_eager() -> None:
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_layer_norms_on_the_row_kernel_match_eager(dtype: torch.dtype) -> None:
+    """Whole layer norms in f32 and bf16 (a bf16 model's statistics are f32 in kiln's linalg; its
+    result is rounded to bf16 by the kernel), and the moments alone where the statistics are results."""
     torch.manual_seed(0)
     model = Norms().eval()
     with torch.no_grad():
-        for norm in (model.wide, model.narrow):
-            norm.weight.uniform_(0.5, 1.5)
-            norm.bias.uniform_(-0.1, 0.1)
-    inputs = (torch.randn(2, 16, 1024), torch.randn(5, 37) * 100.0 + 1000.0)  # large offsets: two-pass variance
+        model.wide.weight.uniform_(0.5, 1.5)
+        model.wide.bias.uniform_(-0.1, 0.1)
+        model.narrow.bias.uniform_(-0.1, 0.1)
+    model = model.to(dtype)
+    inputs = tuple(  # large offsets: the variance takes two passes
+        x.to(dtype) for x in (torch.randn(2, 16, 1024), torch.randn(5, 37) * 100.0 + 1000.0, torch.randn(3, 48) + 10.0)
+    )
     compiled = kiln.compile(model, inputs)
-    moments = [r["contraction"] for r in compiled.manifest.kernels if r["code"] == "kiln"]
-    assert sorted(moments) == ["layer norm moments 2x16x1024", "layer norm moments 5x37"], compiled.manifest.kernels
+    name = "bf16" if dtype == torch.bfloat16 else "f32"
+    rows = [r["contraction"] for r in compiled.manifest.kernels if r["code"] == "kiln"]
+    assert sorted(rows) == [
+        f"layer norm 2x16x1024 + weight and bias -> {name}",
+        f"layer norm 5x37 + bias -> {name}",
+        "layer norm moments 3x48",
+    ], compiled.manifest.kernels
+    tolerance = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {"rtol": 1.6e-2, "atol": 1e-2}
     with torch.no_grad():
         for got, want in zip(compiled(*inputs), model(*inputs), strict=True):
-            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+            torch.testing.assert_close(got, want, **tolerance)
 
 
 @needs_avx512_bf16

@@ -7,7 +7,7 @@ one implicit-GEMM kernel (NHWC convolutions, matmuls as their 1x1 case) with bot
 packed weight layout and an f32 path over its own. Just before iree-compile, the backend stage
 rewrites the linalg hand-off (rewrite.py): each contraction of the model's element type the
 kernel takes becomes a dispatch of it (mlir.py), with its weight packed once at load time; the rest
-stays with IREE. kiln_rows.c is the row softmax IREE's three passes are replaced by (attention's
-among them). features.py says which path a target CPU has, build.py builds the kernels' objects
+stays with IREE. kiln_rows.c has the row kernels: the softmax IREE's three passes are replaced by
+(attention's among them) and the layer norm. features.py says which path a target CPU has, build.py builds the kernels' objects
 with the host's C compiler at first use and caches them, geometry.py tiles each call.
 """

@@ -9,6 +9,10 @@
 //   + eps). IREE fuses the normalized value's producer into each of its reductions and computes it
 //   again in every pass (a GELU's erf three times); here the producer is computed once, by IREE,
 //   and the two passes over a row run in L1.
+// - layer norm: the moments, then y[r][c] = (x[r][c] - mean) * rstd * w[c] + b[c] (w and b each
+//   optional) in a third pass over the row still in L1, stored as f32 or rounded to bf16 (to
+//   nearest even, as arith.truncf): one dispatch and one read of x from memory, where the moments
+//   and IREE's normalization take two of each.
 //
 // exp: 2^(x log2 e) split into 2^n (VSCALEFPS) times 2^f, |f| <= 1/2, by its degree-6 Taylor
 // polynomial (relative error under 2e-7). Below 2^-151 it is 0, so masked (-inf) entries give
@@ -85,6 +89,51 @@ TARGET static void moments_row(const float* x, size_t cols, float eps, float* me
   *rstd = 1.0f / _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(variance)));
 }
 
+// Flags of the layer norm: which of the affine parameters there are.
+#define LN_WEIGHT 1u
+#define LN_BIAS 2u
+
+// The normalized row, 16 values from column c: (x - mean) * rstd, then * w, then + b, each rounded
+// to f32 in that order (IREE's generic computes the same ops one by one).
+TARGET static inline __m512 normalized(const float* x, const float* w, const float* b, size_t c, __mmask16 k,
+                                       __m512 mean, __m512 rstd, unsigned flags) {
+  __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + c), mean), rstd);
+  if (flags & LN_WEIGHT) v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(k, w + c));
+  if (flags & LN_BIAS) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, b + c));
+  return v;
+}
+
+// 16 floats rounded to bf16, to nearest even; NaN stays a (quiet) NaN. AVX-512F only: integer
+// rounding on the bits, then VPMOVDW.
+TARGET static inline __m256i to_bf16(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(bits, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  rounded = _mm512_mask_or_epi32(rounded, nan, _mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(rounded);
+}
+
+TARGET static void layer_norm_row(const float* x, const float* w, const float* b, float* y32, uint16_t* y16,
+                                  size_t cols, float eps, unsigned flags) {
+  float m, r;
+  moments_row(x, cols, eps, &m, &r);
+  const __m512 mean = _mm512_set1_ps(m), rstd = _mm512_set1_ps(r);
+  for (size_t c = 0; c < cols; c += 16) {
+    const __mmask16 k = lanes(cols - c);
+    const __m512 v = normalized(x, w, b, c, k, mean, rstd, flags);
+    if (y32) {
+      _mm512_mask_storeu_ps(y32 + c, k, v);
+    } else if (k == 0xFFFF) {
+      _mm256_storeu_si256((__m256i*)(y16 + c), to_bf16(v));
+    } else {  // the row's tail: VPMOVDW's masked store needs AVX512BW
+      uint16_t tail[16];
+      _mm256_storeu_si256((__m256i*)tail, to_bf16(v));
+      for (size_t i = 0; c + i < cols; ++i) y16[c + i] = tail[i];
+    }
+  }
+}
+
 // The IREE workgroup functions: bareptr memrefs (base + element offset), then scalars; workgroup wx
 // takes rows [wx * per_workgroup, +per_workgroup). They return 0 (see kiln_amx.c).
 int kiln_softmax_f32_workgroup(const float* restrict x, size_t x_off, const float* restrict b, size_t b_off,
@@ -111,4 +160,33 @@ int kiln_moments_f32_workgroup(const float* restrict x, size_t x_off, float* res
   for (size_t r = begin; r < end; ++r)
     moments_row(x + x_off + r * cols, cols, eps.value, mean + mean_off + r, rstd + rstd_off + r);
   return 0;
+}
+
+// The layer norm, its result in f32 or in bf16 (y16); w and b hold cols values where flags name them,
+// one unused value otherwise.
+static int layer_norm_rows(const float* x, const float* w, const float* b, float* y32, uint16_t* y16, size_t rows,
+                           size_t cols, size_t eps_bits, size_t flags, size_t per_workgroup, size_t wx) {
+  union { uint32_t bits; float value; } eps = {(uint32_t)eps_bits};
+  const size_t begin = wx * per_workgroup;
+  const size_t end = begin + per_workgroup < rows ? begin + per_workgroup : rows;
+  for (size_t r = begin; r < end; ++r)
+    layer_norm_row(x + r * cols, w, b, y32 ? y32 + r * cols : NULL, y16 ? y16 + r * cols : NULL, cols, eps.value,
+                   (unsigned)flags);
+  return 0;
+}
+
+int kiln_layer_norm_f32_workgroup(const float* restrict x, size_t x_off, const float* restrict w, size_t w_off,
+                                  const float* restrict b, size_t b_off, float* restrict y, size_t y_off, size_t rows,
+                                  size_t cols, size_t eps_bits, size_t flags, size_t per_workgroup, size_t wx,
+                                  const uint64_t* processor_data) {
+  (void)processor_data;
+  return layer_norm_rows(x + x_off, w + w_off, b + b_off, y + y_off, NULL, rows, cols, eps_bits, flags, per_workgroup, wx);
+}
+
+int kiln_layer_norm_bf16_workgroup(const float* restrict x, size_t x_off, const float* restrict w, size_t w_off,
+                                   const float* restrict b, size_t b_off, uint16_t* restrict y, size_t y_off,
+                                   size_t rows, size_t cols, size_t eps_bits, size_t flags, size_t per_workgroup,
+                                   size_t wx, const uint64_t* processor_data) {
+  (void)processor_data;
+  return layer_norm_rows(x + x_off, w + w_off, b + b_off, NULL, y + y_off, rows, cols, eps_bits, flags, per_workgroup, wx);
 }

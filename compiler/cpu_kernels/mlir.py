@@ -1,7 +1,7 @@
 """MLIR text for the kernel inside an IREE module: the executable, the weight packing, the dispatch.
 
 The executable is a `stream.executable` whose exports, `conv_bf16` and `conv_f32` (one per element
-type the module uses) and the row kernels `softmax_f32` and `moments_f32` (where taken), call the kernels' workgroup
+type the module uses) and the row kernels `softmax_f32`, `moments_f32` and `layer_norm_<out>` (where taken), call the kernels' workgroup
 functions from the linked objects (`hal.executable.objects`; IREE links them into the artifact's own
 code). Everything else is plain tensor/linalg/flow text that iree-compile 3.13 reads as input, next
 to kiln's linalg: the packing of a weight into the kernel's tile layout is linalg on the weight's
@@ -41,7 +41,7 @@ def export(element: str) -> str:
 
 def executable(elements: tuple[str, ...], rows: tuple[str, ...] = ()) -> str:
     """The stream.executable holding the workgroup functions for `elements` and for the row kernels
-    named in `rows` ("softmax", "moments"); one executable per module."""
+    named in `rows` (the keys of _ROW_KERNELS); one executable per module."""
     objects = ", ".join(f'#hal.executable.object<{{path = "{name}"}}>' for name in OBJECT_NAMES)
     parts = [_export(element) for element in elements] + [_ROW_KERNELS[name] for name in rows]
     exports = "".join(export for export, _ in parts)
@@ -107,7 +107,42 @@ _MOMENTS = (
         return
       }""",
 )
-_ROW_KERNELS = {"softmax": _SOFTMAX, "moments": _MOMENTS}
+
+
+def _layer_norm(out: str) -> tuple[str, str]:
+    """The layer norm (kiln_rows.c) whose result is `out` (f32 or bf16): x [rows][cols] f32, w and b
+    [cols] f32 (or one unused element each, as `flags` says), y [rows][cols]."""
+    return (
+        f"""
+    stream.executable.export public @layer_norm_{out} workgroups(%gx: index) -> (index, index, index) {{
+      %c1 = arith.constant 1 : index
+      stream.return %gx, %c1, %c1 : index, index, index
+    }}""",
+        f"""
+      func.func private @kiln_layer_norm_{out}_workgroup(%xb: memref<f32>, %xo: index, %wb: memref<f32>, %wo: index, %bb: memref<f32>, %bo: index, %yb: memref<{out}>, %yo: index, %rows_: index, %cols_: index, %eps_: index, %flags_: index, %per_: index, %wx_: index) -> i32 attributes {{
+        hal.import.bitcode, hal.import.fields = ["processor_data"], llvm.bareptr = true
+      }}
+      func.func @layer_norm_{out}(%x: !stream.binding, %w: !stream.binding, %b: !stream.binding, %y: !stream.binding, %rows: index, %cols: index, %eps: index, %flags: index, %per: index, %wsize: index, %bsize: index) {{
+        %c0 = arith.constant 0 : index
+        %wx = stream.dispatch.workgroup.id[0] : index
+        %n = arith.muli %rows, %cols : index
+        %xm = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{{%n}}
+        %wm = stream.binding.subspan %w[%c0] : !stream.binding -> memref<?xf32>{{%wsize}}
+        %bm = stream.binding.subspan %b[%c0] : !stream.binding -> memref<?xf32>{{%bsize}}
+        %ym = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?x{out}>{{%n}}
+        %xbase, %xoff, %xs, %xst = iree_codegen.extract_strided_metadata %xm : memref<?xf32> -> memref<f32>, index, index, index
+        %wbase, %woff, %ws, %wst = iree_codegen.extract_strided_metadata %wm : memref<?xf32> -> memref<f32>, index, index, index
+        %bbase, %boff, %bs, %bst = iree_codegen.extract_strided_metadata %bm : memref<?xf32> -> memref<f32>, index, index, index
+        %ybase, %yoff, %ys, %yst = iree_codegen.extract_strided_metadata %ym : memref<?x{out}> -> memref<{out}>, index, index, index
+        %status = func.call @kiln_layer_norm_{out}_workgroup(%xbase, %xoff, %wbase, %woff, %bbase, %boff, %ybase, %yoff, %rows, %cols, %eps, %flags, %per, %wx) : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<{out}>, index, index, index, index, index, index, index) -> i32
+        return
+      }}""",
+    )
+
+
+_ROW_KERNELS = {"softmax": _SOFTMAX, "moments": _MOMENTS, "layer_norm_f32": _layer_norm("f32"), "layer_norm_bf16": _layer_norm("bf16")}
+# The layer norm's flags (kiln_rows.c): which affine parameters it has.
+LAYER_NORM_WEIGHT, LAYER_NORM_BIAS = 1, 2
 # Rows a row kernel's workgroup takes: about this many bytes of input, and at least 16 workgroups.
 ROW_WORKGROUP_BYTES = 64 << 10
 
@@ -116,11 +151,48 @@ def _rows_per_workgroup(rows: int, cols: int) -> int:
     return max(1, min(ROW_WORKGROUP_BYTES // (4 * cols), -(-rows // 16)))
 
 
+def _f32_bits(value: float) -> int:
+    """`value` as an f32's bits: the kernels take every scalar as an index."""
+    return struct.unpack("<I", struct.pack("<f", value))[0]
+
+
+def layer_norm_dispatch(
+    x: str, weight: str | None, bias: str | None, rows: int, cols: int, eps: float, out: str, fresh: Namer
+) -> tuple[list[str], str]:
+    """Lines dispatching the layer norm on `x` [rows][cols] (f32) with `weight` and `bias` [cols] (f32)
+    or none; returns (lines, the [rows][cols] result in `out`, f32 or bf16)."""
+    per = _rows_per_workgroup(rows, cols)
+    lines, operands, types, flags = [], [], [], 0
+    for value, flag in ((weight, LAYER_NORM_WEIGHT), (bias, LAYER_NORM_BIAS)):
+        if value is None:
+            value = fresh("none")
+            lines.append(f"{value} = arith.constant dense<0.0> : tensor<1xf32>")
+            types.append("tensor<1xf32>")
+        else:
+            flags |= flag
+            types.append(f"tensor<{cols}xf32>")
+        operands.append(value)
+    values = {
+        "gx": -(-rows // per), "rows": rows, "cols": cols, "eps": _f32_bits(eps), "flags": flags, "per": per,
+        "wsize": cols if weight is not None else 1, "bsize": cols if bias is not None else 1,
+    }  # fmt: skip
+    names = {}
+    for scalar, value in values.items():
+        names[scalar] = fresh(f"l_{scalar}_")
+        lines.append(f"{names[scalar]} = arith.constant {value} : index")
+    y = fresh("norm")
+    scalars = ", ".join(names[s] for s in ("rows", "cols", "eps", "flags", "per", "wsize", "bsize"))
+    lines.append(
+        f"{y} = flow.dispatch @{EXECUTABLE}::@layer_norm_{out}[{names['gx']}]({x}, {', '.join(operands)}, {scalars}) : "
+        f"(tensor<{rows}x{cols}xf32>, {', '.join(types)}, index, index, index, index, index, index, index) -> tensor<{rows}x{cols}x{out}>"
+    )
+    return lines, y
+
+
 def moments_dispatch(x: str, rows: int, cols: int, eps: float, fresh: Namer) -> tuple[list[str], str, str]:
     """Lines dispatching the row moments on `x` [rows][cols] (f32); returns (lines, mean, rstd), each [rows]."""
     per = _rows_per_workgroup(rows, cols)
-    bits = struct.unpack("<I", struct.pack("<f", eps))[0]
-    values = {"gx": -(-rows // per), "rows": rows, "cols": cols, "eps": bits, "per": per}
+    values = {"gx": -(-rows // per), "rows": rows, "cols": cols, "eps": _f32_bits(eps), "per": per}
     lines, names = [], {}
     for scalar, value in values.items():
         names[scalar] = fresh(f"n_{scalar}_")

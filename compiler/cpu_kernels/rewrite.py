@@ -23,9 +23,11 @@ A softmax over the last dimension in f32 (the max, exp, sum and division generic
 has for it, attention's included), with an additive mask shared by the leading dimensions or none,
 becomes a dispatch of the row softmax (kiln_rows.c): one pass over each row instead of IREE's
 three. The rest of the chain (its max and sum) is then dead, and IREE drops it. Likewise a layer
-norm's row moments (its mean and 1 / sqrt(variance + eps), over the last dimension in f32) become
-one dispatch of the row moments: IREE then computes the normalized value's producer once, instead
-of again in each of the reductions it fuses it into.
+norm over the last dimension (its statistics in f32, the normalization with an optional weight and
+bias, the result in f32 or rounded to bf16) becomes one dispatch of the row layer norm: IREE then
+computes the normalized value's producer once, instead of again in each of the reductions it fuses
+it into, and the row is read from memory once. Where the statistics are used elsewhere too (returned,
+as by training's native_layer_norm), only they go to the kernel (the row moments).
 
 In a module where the kernel takes something, NCHW poolings become NHWC ones between transposes too
 (IREE's code): IREE then cancels the transposes of a conv-pool-conv chain, which stays in NHWC.
@@ -231,6 +233,7 @@ class _Rewriter:
         self.decisions: list[Decision] = []
         self.taken = 0
         self.poolings = 0
+        self._row_kernels = 0  # layer norms and moments routed, for their functions' names
         self.element = "bf16"  # the model's: f32 where no contraction involves bf16
 
     def run(self) -> None:
@@ -249,9 +252,7 @@ class _Rewriter:
 
         deviations: list[ir.Operation] = []
         self.module.operation.walk(visit)
-        rows = tuple(
-            name for name, count in (("softmax", self._softmaxes(divisions)), ("moments", self._moments(deviations))) if count
-        )
+        rows = (("softmax",) if self._softmaxes(divisions) else ()) + self._layer_norms(deviations)
         # A module with bf16 contractions is a bf16 model: its f32 contractions (attention's, on f32
         # values kiln computed from bf16 ones) are listed too. Other models are f32 models.
         poolings = [op for op in ops if op.name in POOLINGS]
@@ -333,41 +334,81 @@ class _Rewriter:
             count += 1
         return count
 
-    def _moments(self, rstds: list[ir.Operation]) -> int:
-        """Route each layer norm's mean and rstd to the row moments kernel; returns how many."""
-        count = 0
+    def _layer_norms(self, rstds: list[ir.Operation]) -> tuple[str, ...]:
+        """Route each layer norm to the row kernels: whole (moments, normalization and affine) where its
+        mean and rstd serve the normalization alone, else its mean and rstd; returns the row kernels used."""
+        used: dict[str, None] = {}
         for rstd in rstds:
             chain = _moments_chain(rstd)
             if chain is None:
                 continue
-            x, mean, eps = chain
-            shape = _shape(x)
-            cols, rows = shape[-1], 1
-            for size in shape[:-1]:
-                rows *= size
-            fresh = mlir.Namer()
-            flat = f"tensor<{rows}x{cols}xf32>"
-            row_type = str(mean.results[0].type)
-            row_shape = _shape(mean.results[0])
-            body = [f"%x2 = tensor.collapse_shape %x {[list(range(len(shape) - 1)), [len(shape) - 1]]} : {x.type} into {flat}"]
-            lines, m, r = mlir.moments_dispatch("%x2", rows, cols, eps, fresh)
-            body += lines
-            spread = [list(range(len(row_shape)))]
-            body += [
-                f"%m = tensor.expand_shape {m} {spread} output_shape {row_shape} : tensor<{rows}xf32> into {row_type}",
-                f"%r = tensor.expand_shape {r} {spread} output_shape {row_shape} : tensor<{rows}xf32> into {row_type}",
-                f"return %m, %r : {row_type}, {row_type}",
-            ]
-            name = f"kiln_cpu_moments_{count}"
-            self._add(_function(name, f"%x: {x.type}", f"({row_type}, {row_type})", body))
-            with ir.InsertionPoint(mean), mean.location:
-                call = func.CallOp([mean.results[0].type, rstd.results[0].type], ir.FlatSymbolRefAttr.get(name), [x])
-            mean.results[0].replace_all_uses_with(call.results[0])
-            rstd.results[0].replace_all_uses_with(call.results[1])
-            rstd.erase()
-            self.decisions.append(Decision("layer norm moments", f"{'x'.join(map(str, shape))}", "kiln", "row moments of kiln_rows.c", element="f32"))
-            count += 1
-        return count
+            normalization = _normalization(chain, rstd)
+            if normalization is None:
+                self._moments(chain, rstd)
+                used["moments"] = None
+            else:
+                self._layer_norm(chain, normalization)
+                used[f"layer_norm_{normalization.out}"] = None
+        return tuple(used)
+
+    def _layer_norm(self, chain: _Moments, normalization: _Normalization) -> None:
+        """The normalization's op replaced by one dispatch of the layer norm; the moments' ops are then dead."""
+        shape, x = _shape(chain.x), chain.x
+        rows, cols = _rows_cols(shape)
+        fresh = mlir.Namer()
+        flat = f"tensor<{rows}x{cols}xf32>"
+        collapse = [list(range(len(shape) - 1)), [len(shape) - 1]]
+        body = [f"%x2 = tensor.collapse_shape %x {collapse} : {x.type} into {flat}"]
+        arguments, operands, affine = [f"%x: {x.type}"], [x], {}
+        for role, value in (("w", normalization.weight), ("b", normalization.bias)):
+            if value is None:
+                continue
+            arguments.append(f"%{role}: {value.type}")
+            operands.append(value)
+            affine[role] = f"%{role}"
+            if _element(value) != "f32":
+                body += _extended(f"%{role}", f"%{role}32", cols, _element(value))
+                affine[role] = f"%{role}32"
+        lines, y = mlir.layer_norm_dispatch("%x2", affine.get("w"), affine.get("b"), rows, cols, chain.eps, normalization.out, fresh)
+        body += lines
+        result = str(normalization.op.results[0].type)
+        body += [
+            f"%r = tensor.expand_shape {y} {collapse} output_shape {shape} : tensor<{rows}x{cols}x{normalization.out}> into {result}",
+            f"return %r : {result}",
+        ]
+        name = f"kiln_cpu_layer_norm_{self._row_kernels}"
+        self._row_kernels += 1
+        self._replace(normalization.op, name, operands, _function(name, ", ".join(arguments), result, body))
+        parts = [part for part, value in (("weight", normalization.weight), ("bias", normalization.bias)) if value is not None]
+        label = "x".join(map(str, shape)) + (f" + {' and '.join(parts)}" if parts else "") + f" -> {normalization.out}"
+        self.decisions.append(Decision("layer norm", label, "kiln", "row layer norm of kiln_rows.c", element="f32"))
+
+    def _moments(self, chain: _Moments, rstd: ir.Operation) -> None:
+        """The mean's and rstd's ops replaced by one dispatch of the row moments."""
+        shape, x, mean = _shape(chain.x), chain.x, chain.mean
+        rows, cols = _rows_cols(shape)
+        fresh = mlir.Namer()
+        flat = f"tensor<{rows}x{cols}xf32>"
+        row_type = str(mean.results[0].type)
+        row_shape = _shape(mean.results[0])
+        body = [f"%x2 = tensor.collapse_shape %x {[list(range(len(shape) - 1)), [len(shape) - 1]]} : {x.type} into {flat}"]
+        lines, m, r = mlir.moments_dispatch("%x2", rows, cols, chain.eps, fresh)
+        body += lines
+        spread = [list(range(len(row_shape)))]
+        body += [
+            f"%m = tensor.expand_shape {m} {spread} output_shape {row_shape} : tensor<{rows}xf32> into {row_type}",
+            f"%r = tensor.expand_shape {r} {spread} output_shape {row_shape} : tensor<{rows}xf32> into {row_type}",
+            f"return %m, %r : {row_type}, {row_type}",
+        ]
+        name = f"kiln_cpu_moments_{self._row_kernels}"
+        self._row_kernels += 1
+        self._add(_function(name, f"%x: {x.type}", f"({row_type}, {row_type})", body))
+        with ir.InsertionPoint(mean), mean.location:
+            call = func.CallOp([mean.results[0].type, rstd.results[0].type], ir.FlatSymbolRefAttr.get(name), [x])
+        mean.results[0].replace_all_uses_with(call.results[0])
+        rstd.results[0].replace_all_uses_with(call.results[1])
+        rstd.erase()
+        self.decisions.append(Decision("layer norm moments", "x".join(map(str, shape)), "kiln", "row moments of kiln_rows.c", element="f32"))
 
     # -- convolutions
 
@@ -642,9 +683,31 @@ def _softmax_chain(division: ir.Operation) -> tuple[ir.Value, ir.Value | None] |
 _RSTD_BODY = ["arith.addf", "math.rsqrt", "linalg.yield"]
 
 
-def _moments_chain(rstd: ir.Operation) -> tuple[ir.Value, ir.Operation, float] | None:
-    """(x, the mean's op, eps) where `rstd` computes 1 / sqrt(sum((x - mean)^2) / n + eps) per row of
-    f32 `x` (static, n its last dimension) and the mean's op sum(x) / n; None otherwise."""
+@dataclass(frozen=True)
+class _Moments:
+    """A layer norm's statistics in kiln's linalg: mean = sum(x) / n, squares = (x - mean)^2 and
+    rstd = 1 / sqrt(sum(squares) / n + eps), over the last dimension of f32 `x`."""
+
+    x: ir.Value
+    mean: ir.Operation
+    squares: ir.Operation
+    eps: float
+
+
+@dataclass(frozen=True)
+class _Normalization:
+    """The generic that normalizes x with the moments: ((x - mean) * rstd) * weight + bias, each
+    parameter optional, [cols] of f32 or bf16, its result in `out` (f32, or bf16 by an arith.truncf)."""
+
+    op: ir.Operation
+    weight: ir.Value | None
+    bias: ir.Value | None
+    out: str
+
+
+def _moments_chain(rstd: ir.Operation) -> _Moments | None:
+    """The moments where `rstd` computes 1 / sqrt(sum((x - mean)^2) / n + eps) per row of f32 `x`
+    (static, n its last dimension) and the mean's op sum(x) / n; None otherwise."""
     add = _body(rstd)[0]
     if len(rstd.operands) != 2 or _argument_number(add.operands[0]) != 0 or not _identities(rstd, len(_shape(rstd.operands[0]))):
         return None
@@ -654,21 +717,127 @@ def _moments_chain(rstd: ir.Operation) -> tuple[ir.Value, ir.Operation, float] |
         return None
     squares, n = variance
     op = _producer(squares)
-    if _name(op) != "linalg.generic" or len(op.operands) != 3 or [o.name for o in _body(op)] != ["arith.subf", "arith.mulf", "linalg.yield"]:
+    if _name(op) != "linalg.generic" or len(op.operands) != 3:
         return None
-    sub, mul = _body(op)[0], _body(op)[1]
-    if [_argument_number(v) for v in sub.operands] != [0, 1] or list(mul.operands) != [sub.results[0], sub.results[0]]:
+    mean_value = op.operands[1]
+    mean, average = _producer(mean_value), _row_average(mean_value)
+    if average is None or average[1] != n or _name(mean) != "linalg.generic":
         return None
-    x, mean_value = op.operands[0], op.operands[1]
+    x = average[0]
     rank = len(_shape(x)) if _static(x) else 0
     maps = [str(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]]
     if not rank or _element(x) != "f32" or n != _shape(x)[-1] or maps[0] != _identity(rank) or maps[1] not in _row_maps(rank):
         return None
-    mean = _producer(mean_value)
-    average = _row_average(mean_value)
-    if average is None or average != (x, n) or _name(mean) != "linalg.generic":
+    steps, value = _reading(op, x)
+    if value is None or [o.name for o in steps] != ["arith.subf", "arith.mulf", "linalg.yield"]:
         return None
-    return x, mean, eps
+    sub, mul = steps[0], steps[1]
+    if list(sub.operands) != [value, _block_argument(op, 1)] or list(mul.operands) != [sub.results[0], sub.results[0]]:
+        return None
+    return _Moments(x, mean, op, eps)
+
+
+def _reading(op: ir.Operation, x: ir.Value) -> tuple[list[ir.Operation], ir.Value | None]:
+    """(the rest of the body, the value standing for f32 `x`) of a generic whose first input is `x`,
+    or the bf16 tensor `x` was widened from, widened first thing in the body (kiln's linalg reads a
+    bf16 model's activations so); (the body, None) otherwise."""
+    steps, source = _body(op), op.operands[0]
+    if source == x:
+        return steps, _block_argument(op, 0)
+    widening = _producer(x)
+    if (
+        _name(widening) == "linalg.generic"
+        and [o.name for o in _body(widening)] == ["arith.extf", "linalg.yield"]
+        and len(widening.operands) == 2
+        and widening.operands[0] == source
+        and _identities(widening, len(_shape(x)))
+        and steps[0].name == "arith.extf"
+        and list(steps[0].operands) == [_block_argument(op, 0)]
+    ):
+        return steps[1:], steps[0].results[0]
+    return steps, None
+
+
+def _block_argument(op: ir.Operation, number: int) -> ir.Value:
+    return op.regions[0].blocks[0].arguments[number]
+
+
+def _normalization(chain: _Moments, rstd: ir.Operation) -> _Normalization | None:
+    """The one op that uses the chain's mean and rstd besides the chain itself, where it normalizes x
+    (see _Normalization); None where there is none, or the statistics are used elsewhere too."""
+    mean, deviation = chain.mean.results[0], rstd.results[0]
+    users = {_user(use) for use in (*mean.uses, *deviation.uses)} - {chain.squares}
+    if len(users) != 1:
+        return None
+    (op,) = users
+    rank = len(_shape(chain.x))
+    if _name(op) != "linalg.generic" or len(op.results) != 1 or _shape(op.results[0]) != _shape(chain.x):
+        return None
+    ins = list(op.operands)[: len(op.operands) - 1]
+    maps = [str(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]]
+    dims = ", ".join(f"d{i}" for i in range(rank))
+    column = f"({dims}) -> (d{rank - 1})"
+    if ins[1:3] != [mean, deviation] or maps[0] != _identity(rank) or maps[-1] != _identity(rank):
+        return None
+    if maps[1] not in _row_maps(rank) or maps[2] not in _row_maps(rank) or any(m != column for m in maps[3 : len(ins)]):
+        return None
+    steps, value = _reading(op, chain.x)
+    if value is None or [o.name for o in steps[:2]] != ["arith.subf", "arith.mulf"]:
+        return None
+    if list(steps[0].operands) != [value, _block_argument(op, 1)]:
+        return None
+    value = steps[0].results[0]
+    if {_argument_number(v) for v in steps[1].operands} != {2, None} or value not in list(steps[1].operands):
+        return None
+    value, parameters, widened, out = steps[1].results[0], {}, {}, "f32"
+    for step in steps[2:-1]:
+        operands = list(step.operands)
+        if step.name == "arith.extf" and (_argument_number(operands[0]) or 0) >= 3:
+            widened[step.results[0]] = _argument_number(operands[0])
+            continue
+        if step.name in ("arith.mulf", "arith.addf") and value in operands and out == "f32":
+            role = "weight" if step.name == "arith.mulf" else "bias"
+            other = operands[1] if operands[0] == value else operands[0]
+            number = widened.get(other, _argument_number(other))
+            if role in parameters or (role == "weight" and "bias" in parameters) or number is None or number < 3:
+                return None
+            parameters[role], value = ins[number], step.results[0]
+            continue
+        if step.name == "arith.truncf" and operands == [value] and str(step.results[0].type) == "bf16":
+            value, out = step.results[0], "bf16"
+            continue
+        return None
+    if list(steps[-1].operands) != [value] or _element(op.results[0]) != out:
+        return None
+    if any(len(_shape(v)) != 1 or _element(v) not in ("f32", "bf16") for v in parameters.values()):
+        return None
+    return _Normalization(op, parameters.get("weight"), parameters.get("bias"), out)
+
+
+def _user(use: Any) -> ir.Operation:
+    owner = use.owner
+    return owner if isinstance(owner, ir.Operation) else owner.operation
+
+
+def _rows_cols(shape: list[int]) -> tuple[int, int]:
+    """A tensor's shape as rows of its last dimension."""
+    rows = 1
+    for size in shape[:-1]:
+        rows *= size
+    return rows, shape[-1]
+
+
+def _extended(value: str, name: str, cols: int, element: str) -> list[str]:
+    """Lines making `name`, `value` [cols] of `element` widened to f32 (a weight's: constant-folded by IREE)."""
+    return [
+        f"{name}_e = tensor.empty() : tensor<{cols}xf32>",
+        f"{name} = linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = "
+        f'["parallel"]}} ins({value} : tensor<{cols}x{element}>) outs({name}_e : tensor<{cols}xf32>) {{',
+        f"^bb0(%in: {element}, %o: f32):",
+        "  %wide = arith.extf %in : " + element + " to f32",
+        "  linalg.yield %wide : f32",
+        f"}} -> tensor<{cols}xf32>",
+    ]
 
 
 def _row_average(value: ir.Value) -> tuple[ir.Value, float] | None:

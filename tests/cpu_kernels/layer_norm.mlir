@@ -1,0 +1,268 @@
+// RUN: python -m kiln.compiler.cpu_kernels %s | filecheck %s
+// RUN: python -m kiln.compiler.cpu_kernels %s --report | filecheck %s --check-prefix=REPORT
+
+// A layer norm as kiln's linalg has it, its input made by a GELU, no affine parameters: its
+// statistics and normalization become one dispatch of the row layer norm (eps as its f32 bits,
+// 1e-5 = 925353388; flags 0: no weight, no bias); the GELU stays IREE's.
+// CHECK-LABEL: stream.executable private @kiln_cpu_kernels
+// CHECK:         stream.executable.export public @layer_norm_f32
+// CHECK-NOT:     stream.executable.export public @moments_f32
+// CHECK-LABEL: func.func private @kiln_cpu_layer_norm_0(
+// CHECK-SAME:      %{{.*}}: tensor<2x8x32xf32>{{.*}}) -> tensor<2x8x32xf32>
+// CHECK:         arith.constant 925353388 : index
+// CHECK:         flow.dispatch @kiln_cpu_kernels::@layer_norm_f32{{.*}} : (tensor<16x32xf32>, tensor<1xf32>, tensor<1xf32>, index, index, index, index, index, index, index) -> tensor<16x32xf32>
+// CHECK-LABEL: func.func @layer_norm(
+// CHECK:         math.erf
+// CHECK:         %[[Y:.*]] = call @kiln_cpu_layer_norm_0(%{{.*}})
+// CHECK-NOT:     math.rsqrt
+// CHECK:         return %[[Y]]
+// REPORT:      | layer norm 2x8x32 -> f32 | kiln | {{.*}} row layer norm of kiln_rows.c |
+#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+func.func @layer_norm(%a: tensor<2x8x32xf32>) -> tensor<2x8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %n = arith.constant 32.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %e3 = tensor.empty() : tensor<2x8x32xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a : tensor<2x8x32xf32>) outs(%e3 : tensor<2x8x32xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %e = math.erf %v : f32
+    %r = arith.mulf %e, %half : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x32xf32>
+  %e1 = tensor.empty() : tensor<2x8x1xf32>
+  %zeros = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x8x1xf32>) -> tensor<2x8x1xf32>
+  %s1 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x : tensor<2x8x32xf32>) outs(%zeros : tensor<2x8x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x1xf32>
+  %mean = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s1 : tensor<2x8x1xf32>) outs(%e1 : tensor<2x8x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.divf %v, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x1xf32>
+  %sq = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %mean : tensor<2x8x32xf32>, tensor<2x8x1xf32>) outs(%e3 : tensor<2x8x32xf32>) {
+  ^bb0(%v: f32, %m: f32, %o: f32):
+    %d = arith.subf %v, %m : f32
+    %r = arith.mulf %d, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x32xf32>
+  %s2 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "reduction"]} ins(%sq : tensor<2x8x32xf32>) outs(%zeros : tensor<2x8x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x1xf32>
+  %var = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s2 : tensor<2x8x1xf32>) outs(%e1 : tensor<2x8x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.divf %v, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x1xf32>
+  %rstd = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%var : tensor<2x8x1xf32>) outs(%e1 : tensor<2x8x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %e = arith.addf %v, %eps : f32
+    %r = math.rsqrt %e : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x1xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #row, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %mean, %rstd : tensor<2x8x32xf32>, tensor<2x8x1xf32>, tensor<2x8x1xf32>) outs(%e3 : tensor<2x8x32xf32>) {
+  ^bb0(%v: f32, %m: f32, %s: f32, %o: f32):
+    %d = arith.subf %v, %m : f32
+    %r = arith.mulf %d, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x32xf32>
+  return %y : tensor<2x8x32xf32>
+}
+
+// -----
+
+// A bf16 model's layer norm: x read as bf16 and widened in each generic, statistics in f32, a bf16
+// weight and bias, the result rounded to bf16. The kernel takes the widened x and the parameters
+// widened to f32 (constants: IREE folds that), and rounds its result to bf16 itself (flags 3).
+// CHECK-LABEL: func.func private @kiln_cpu_layer_norm_0(
+// CHECK-SAME:      %{{.*}}: tensor<4x32xf32>{{.*}}, %[[W:.*]]: tensor<32xbf16>{{.*}}, %[[B:.*]]: tensor<32xbf16>{{.*}}) -> tensor<4x32xbf16>
+// CHECK:         arith.extf %{{.*}} : bf16 to f32
+// CHECK:         arith.extf %{{.*}} : bf16 to f32
+// CHECK:         %[[FLAGS:.*]] = arith.constant 3 : index
+// CHECK:         flow.dispatch @kiln_cpu_kernels::@layer_norm_bf16{{.*}}(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FLAGS]], {{.*}} : (tensor<4x32xf32>, tensor<32xf32>, tensor<32xf32>, index, index, index, index, index, index, index) -> tensor<4x32xbf16>
+// CHECK-LABEL: func.func @bf16_affine(
+// CHECK:         %[[Y:.*]] = call @kiln_cpu_layer_norm_0(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<4x32xf32>, tensor<32xbf16>, tensor<32xbf16>) -> tensor<4x32xbf16>
+// CHECK:         return %[[Y]]
+// REPORT:      | layer norm 4x32 + weight and bias -> bf16 | kiln | {{.*}} row layer norm of kiln_rows.c |
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @bf16_affine(%a: tensor<4x32xbf16>, %w: tensor<32xbf16>, %b: tensor<32xbf16>) -> tensor<4x32xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 32.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %e2 = tensor.empty() : tensor<4x32xf32>
+  %e1 = tensor.empty() : tensor<4x1xf32>
+  %eb = tensor.empty() : tensor<4x32xbf16>
+  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%a : tensor<4x32xbf16>) outs(%e2 : tensor<4x32xf32>) {
+  ^bb0(%v: bf16, %o: f32):
+    %r = arith.extf %v : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<4x32xf32>
+  %zeros = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %s1 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x32xf32>) outs(%zeros : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %mean = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s1 : tensor<4x1xf32>) outs(%e1 : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.divf %v, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %sq = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %mean : tensor<4x32xbf16>, tensor<4x1xf32>) outs(%e2 : tensor<4x32xf32>) {
+  ^bb0(%v: bf16, %m: f32, %o: f32):
+    %e = arith.extf %v : bf16 to f32
+    %d = arith.subf %e, %m : f32
+    %r = arith.mulf %d, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<4x32xf32>
+  %s2 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%sq : tensor<4x32xf32>) outs(%zeros : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %var = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s2 : tensor<4x1xf32>) outs(%e1 : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.divf %v, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %rstd = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%var : tensor<4x1xf32>) outs(%e1 : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %e = arith.addf %v, %eps : f32
+    %r = math.rsqrt %e : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #row, #col, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %mean, %rstd, %w, %b : tensor<4x32xbf16>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<32xbf16>, tensor<32xbf16>) outs(%eb : tensor<4x32xbf16>) {
+  ^bb0(%v: bf16, %m: f32, %s: f32, %wv: bf16, %bv: bf16, %o: bf16):
+    %e = arith.extf %v : bf16 to f32
+    %d = arith.subf %e, %m : f32
+    %n1 = arith.mulf %d, %s : f32
+    %we = arith.extf %wv : bf16 to f32
+    %n2 = arith.mulf %n1, %we : f32
+    %be = arith.extf %bv : bf16 to f32
+    %n3 = arith.addf %n2, %be : f32
+    %r = arith.truncf %n3 : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<4x32xbf16>
+  return %y : tensor<4x32xbf16>
+}
+
+// -----
+
+// The statistics are results too (training's native_layer_norm): the mean and rstd come from one
+// dispatch of the row moments; the normalization stays IREE's.
+// CHECK-LABEL: func.func private @kiln_cpu_moments_0(
+// CHECK-SAME:      %{{.*}}: tensor<4x32xf32>{{.*}}) -> (tensor<4x1xf32>, tensor<4x1xf32>)
+// CHECK:         flow.dispatch @kiln_cpu_kernels::@moments_f32{{.*}} : (tensor<4x32xf32>, index, index, index, index) -> (tensor<4xf32>, tensor<4xf32>)
+// CHECK-LABEL: func.func @statistics_returned(
+// CHECK:         %[[M:.*]]:2 = call @kiln_cpu_moments_0(%{{.*}})
+// CHECK-NOT:     math.rsqrt
+// CHECK:         %[[Y:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[M]]#0, %[[M]]#1 :
+// CHECK:         return %[[Y]], %[[M]]#0, %[[M]]#1
+// REPORT:      | layer norm moments 4x32 | kiln | {{.*}} row moments of kiln_rows.c |
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+func.func @statistics_returned(%x: tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<4x1xf32>, tensor<4x1xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 32.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %e2 = tensor.empty() : tensor<4x32xf32>
+  %e1 = tensor.empty() : tensor<4x1xf32>
+  %zeros = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %s1 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x32xf32>) outs(%zeros : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %mean = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s1 : tensor<4x1xf32>) outs(%e1 : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.divf %v, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %sq = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %mean : tensor<4x32xf32>, tensor<4x1xf32>) outs(%e2 : tensor<4x32xf32>) {
+  ^bb0(%v: f32, %m: f32, %o: f32):
+    %d = arith.subf %v, %m : f32
+    %r = arith.mulf %d, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<4x32xf32>
+  %s2 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%sq : tensor<4x32xf32>) outs(%zeros : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %var = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s2 : tensor<4x1xf32>) outs(%e1 : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.divf %v, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %rstd = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%var : tensor<4x1xf32>) outs(%e1 : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %e = arith.addf %v, %eps : f32
+    %r = math.rsqrt %e : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %y = linalg.generic {indexing_maps = [#id, #row, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %mean, %rstd : tensor<4x32xf32>, tensor<4x1xf32>, tensor<4x1xf32>) outs(%e2 : tensor<4x32xf32>) {
+  ^bb0(%v: f32, %m: f32, %s: f32, %o: f32):
+    %d = arith.subf %v, %m : f32
+    %r = arith.mulf %d, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<4x32xf32>
+  return %y, %mean, %rstd : tensor<4x32xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// Must not fire: both averages divide by 31, not by the row's 32 values (the kernel divides by the row length).
+// CHECK-LABEL: func.func @another_count(
+// CHECK-NOT:     kiln_cpu_moments
+// CHECK:         math.rsqrt
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+#one = affine_map<(d0, d1) -> (d0, d1)>
+func.func @another_count(%x: tensor<4x32xf32>) -> tensor<4x1xf32> {
+  %zero = arith.constant 0.0 : f32
+  %n1 = arith.constant 31.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %e1 = tensor.empty() : tensor<4x1xf32>
+  %e2 = tensor.empty() : tensor<4x32xf32>
+  %zeros = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %s1 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x32xf32>) outs(%zeros : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %mean = linalg.generic {indexing_maps = [#one, #one], iterator_types = ["parallel", "parallel"]} ins(%s1 : tensor<4x1xf32>) outs(%e1 : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.divf %v, %n1 : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %sq = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %mean : tensor<4x32xf32>, tensor<4x1xf32>) outs(%e2 : tensor<4x32xf32>) {
+  ^bb0(%v: f32, %m: f32, %o: f32):
+    %d = arith.subf %v, %m : f32
+    %r = arith.mulf %d, %d : f32
+    linalg.yield %r : f32
+  } -> tensor<4x32xf32>
+  %s2 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%sq : tensor<4x32xf32>) outs(%zeros : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %var = linalg.generic {indexing_maps = [#one, #one], iterator_types = ["parallel", "parallel"]} ins(%s2 : tensor<4x1xf32>) outs(%e1 : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.divf %v, %n1 : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %rstd = linalg.generic {indexing_maps = [#one, #one], iterator_types = ["parallel", "parallel"]} ins(%var : tensor<4x1xf32>) outs(%e1 : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %e = arith.addf %v, %eps : f32
+    %r = math.rsqrt %e : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  return %rstd : tensor<4x1xf32>
+}
