@@ -717,45 +717,60 @@ def _moments_chain(rstd: ir.Operation) -> _Moments | None:
         return None
     squares, n = variance
     op = _producer(squares)
-    if _name(op) != "linalg.generic" or len(op.operands) != 3:
+    if _name(op) != "linalg.generic" or len(op.operands) < 3:
         return None
-    mean_value = op.operands[1]
+    k = len(op.operands) - 2  # the inputs before the mean: x's, or its producer's
+    mean_value = op.operands[k]
     mean, average = _producer(mean_value), _row_average(mean_value)
     if average is None or average[1] != n or _name(mean) != "linalg.generic":
         return None
     x = average[0]
     rank = len(_shape(x)) if _static(x) else 0
     maps = [str(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]]
-    if not rank or _element(x) != "f32" or n != _shape(x)[-1] or maps[0] != _identity(rank) or maps[1] not in _row_maps(rank):
+    if not rank or _element(x) != "f32" or n != _shape(x)[-1] or maps[-1] != _identity(rank) or maps[k] not in _row_maps(rank):
         return None
-    steps, value = _reading(op, x)
-    if value is None or [o.name for o in steps] != ["arith.subf", "arith.mulf", "linalg.yield"]:
+    steps, value, read = _reading(op, x)
+    if read != k or [o.name for o in steps] != ["arith.subf", "arith.mulf", "linalg.yield"]:
         return None
     sub, mul = steps[0], steps[1]
-    if list(sub.operands) != [value, _block_argument(op, 1)] or list(mul.operands) != [sub.results[0], sub.results[0]]:
+    if list(sub.operands) != [value, _block_argument(op, k)] or list(mul.operands) != [sub.results[0], sub.results[0]]:
         return None
     return _Moments(x, mean, op, eps)
 
 
-def _reading(op: ir.Operation, x: ir.Value) -> tuple[list[ir.Operation], ir.Value | None]:
-    """(the rest of the body, the value standing for f32 `x`) of a generic whose first input is `x`,
-    or the bf16 tensor `x` was widened from, widened first thing in the body (kiln's linalg reads a
-    bf16 model's activations so); (the body, None) otherwise."""
-    steps, source = _body(op), op.operands[0]
-    if source == x:
-        return steps, _block_argument(op, 0)
-    widening = _producer(x)
-    if (
-        _name(widening) == "linalg.generic"
-        and [o.name for o in _body(widening)] == ["arith.extf", "linalg.yield"]
-        and len(widening.operands) == 2
-        and widening.operands[0] == source
-        and _identities(widening, len(_shape(x)))
-        and steps[0].name == "arith.extf"
-        and list(steps[0].operands) == [_block_argument(op, 0)]
-    ):
-        return steps[1:], steps[0].results[0]
-    return steps, None
+def _reading(op: ir.Operation, x: ir.Value) -> tuple[list[ir.Operation], ir.Value | None, int]:
+    """(the rest of the body, the value standing for f32 `x`, the inputs read for it) of a generic
+    whose first input is `x`, or whose first inputs are those of x's elementwise producer, with the
+    producer's body cloned at the start of its own (kiln's fusion computes a residual add, or a bf16
+    model's widening, again in each consumer); (the body, None, 0) otherwise."""
+    steps = _body(op)
+    if op.operands[0] == x:
+        return steps, _block_argument(op, 0), 1
+    producer = _producer(x)
+    if _name(producer) != "linalg.generic" or len(producer.results) != 1:
+        return steps, None, 0
+    inputs = list(producer.operands)[: len(producer.operands) - 1]
+    theirs = _body(producer)
+    rank = len(_shape(x))
+    maps = [str(ir.AffineMapAttr(m).value) for m in producer.attributes["indexing_maps"]]
+    ours = [str(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]][: len(inputs)]
+    if list(op.operands)[: len(inputs)] != inputs or ours != maps[: len(inputs)] or maps[-1] != _identity(rank):
+        return steps, None, 0
+    if any("reduction" in str(t) for t in producer.attributes["iterator_types"]) or len(steps) < len(theirs):
+        return steps, None, 0
+    clone = len(theirs) - 1
+    same = {_block_argument(producer, i): _block_argument(op, i) for i in range(len(inputs))}
+    for mine, original in zip(steps[:clone], theirs[:clone], strict=True):
+        if mine.name != original.name or len(mine.results) != 1 or mine.results[0].type != original.results[0].type:
+            return steps, None, 0
+        if _attributes(mine) != _attributes(original) or list(mine.operands) != [same.get(v, v) for v in original.operands]:
+            return steps, None, 0
+        same[original.results[0]] = mine.results[0]
+    return steps[clone:], same.get(theirs[-1].operands[0]), len(inputs)
+
+
+def _attributes(op: ir.Operation) -> list[tuple[str, str]]:
+    return [(name, str(op.attributes[name])) for name in op.attributes]
 
 
 def _block_argument(op: ir.Operation, number: int) -> ir.Value:
@@ -777,29 +792,27 @@ def _normalization(chain: _Moments, rstd: ir.Operation) -> _Normalization | None
     maps = [str(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]]
     dims = ", ".join(f"d{i}" for i in range(rank))
     column = f"({dims}) -> (d{rank - 1})"
-    if ins[1:3] != [mean, deviation] or maps[0] != _identity(rank) or maps[-1] != _identity(rank):
+    steps, value, k = _reading(op, chain.x)  # ins: x's (k of them), mean, rstd, then the parameters
+    if value is None or ins[k : k + 2] != [mean, deviation] or maps[-1] != _identity(rank):
         return None
-    if maps[1] not in _row_maps(rank) or maps[2] not in _row_maps(rank) or any(m != column for m in maps[3 : len(ins)]):
+    if maps[k] not in _row_maps(rank) or maps[k + 1] not in _row_maps(rank) or any(m != column for m in maps[k + 2 : len(ins)]):
         return None
-    steps, value = _reading(op, chain.x)
-    if value is None or [o.name for o in steps[:2]] != ["arith.subf", "arith.mulf"]:
-        return None
-    if list(steps[0].operands) != [value, _block_argument(op, 1)]:
+    if [o.name for o in steps[:2]] != ["arith.subf", "arith.mulf"] or list(steps[0].operands) != [value, _block_argument(op, k)]:
         return None
     value = steps[0].results[0]
-    if {_argument_number(v) for v in steps[1].operands} != {2, None} or value not in list(steps[1].operands):
+    if {_argument_number(v) for v in steps[1].operands} != {k + 1, None} or value not in list(steps[1].operands):
         return None
     value, parameters, widened, out = steps[1].results[0], {}, {}, "f32"
     for step in steps[2:-1]:
         operands = list(step.operands)
-        if step.name == "arith.extf" and (_argument_number(operands[0]) or 0) >= 3:
+        if step.name == "arith.extf" and (_argument_number(operands[0]) or 0) >= k + 2:
             widened[step.results[0]] = _argument_number(operands[0])
             continue
         if step.name in ("arith.mulf", "arith.addf") and value in operands and out == "f32":
             role = "weight" if step.name == "arith.mulf" else "bias"
             other = operands[1] if operands[0] == value else operands[0]
             number = widened.get(other, _argument_number(other))
-            if role in parameters or (role == "weight" and "bias" in parameters) or number is None or number < 3:
+            if role in parameters or (role == "weight" and "bias" in parameters) or number is None or number < k + 2:
                 return None
             parameters[role], value = ins[number], step.results[0]
             continue

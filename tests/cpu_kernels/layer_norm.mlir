@@ -155,6 +155,76 @@ func.func @bf16_affine(%a: tensor<4x32xbf16>, %w: tensor<32xbf16>, %b: tensor<32
 
 // -----
 
+// A residual add into the layer norm, as kiln's fusion leaves it: the sum is made once for the
+// mean, and added again at the start of the squares' and the normalization's generics. The kernel
+// takes the sum; the normalization's generic goes, the sum's stays.
+// CHECK-LABEL: func.func @residual(
+// CHECK:         %[[X:.*]] = linalg.generic {{.*}} ins(%arg0, %arg1 :
+// CHECK:         %[[Y:.*]] = call @kiln_cpu_layer_norm_0(%[[X]], %arg2) : (tensor<4x32xf32>, tensor<32xf32>) -> tensor<4x32xf32>
+// CHECK-NOT:     math.rsqrt
+// CHECK:         return %[[Y]]
+// REPORT:      | layer norm 4x32 + bias -> f32 | kiln | {{.*}} row layer norm of kiln_rows.c |
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @residual(%a: tensor<4x32xf32>, %res: tensor<4x32xf32>, %b: tensor<32xf32>) -> tensor<4x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 32.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %e2 = tensor.empty() : tensor<4x32xf32>
+  %e1 = tensor.empty() : tensor<4x1xf32>
+  %x = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %res : tensor<4x32xf32>, tensor<4x32xf32>) outs(%e2 : tensor<4x32xf32>) {
+  ^bb0(%v: f32, %r: f32, %o: f32):
+    %s = arith.addf %v, %r : f32
+    linalg.yield %s : f32
+  } -> tensor<4x32xf32>
+  %zeros = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x1xf32>) -> tensor<4x1xf32>
+  %s1 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x32xf32>) outs(%zeros : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %mean = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s1 : tensor<4x1xf32>) outs(%e1 : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.divf %v, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %sq = linalg.generic {indexing_maps = [#id, #id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %res, %mean : tensor<4x32xf32>, tensor<4x32xf32>, tensor<4x1xf32>) outs(%e2 : tensor<4x32xf32>) {
+  ^bb0(%v: f32, %r: f32, %m: f32, %o: f32):
+    %s = arith.addf %v, %r : f32
+    %d = arith.subf %s, %m : f32
+    %q = arith.mulf %d, %d : f32
+    linalg.yield %q : f32
+  } -> tensor<4x32xf32>
+  %s2 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%sq : tensor<4x32xf32>) outs(%zeros : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.addf %v, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %var = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%s2 : tensor<4x1xf32>) outs(%e1 : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %r = arith.divf %v, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %rstd = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%var : tensor<4x1xf32>) outs(%e1 : tensor<4x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %e = arith.addf %v, %eps : f32
+    %r = math.rsqrt %e : f32
+    linalg.yield %r : f32
+  } -> tensor<4x1xf32>
+  %y = linalg.generic {indexing_maps = [#id, #id, #row, #row, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%a, %res, %mean, %rstd, %b : tensor<4x32xf32>, tensor<4x32xf32>, tensor<4x1xf32>, tensor<4x1xf32>, tensor<32xf32>) outs(%e2 : tensor<4x32xf32>) {
+  ^bb0(%v: f32, %r: f32, %m: f32, %s: f32, %bv: f32, %o: f32):
+    %x2 = arith.addf %v, %r : f32
+    %d = arith.subf %x2, %m : f32
+    %n1 = arith.mulf %d, %s : f32
+    %n2 = arith.addf %n1, %bv : f32
+    linalg.yield %n2 : f32
+  } -> tensor<4x32xf32>
+  return %y : tensor<4x32xf32>
+}
+
+// -----
+
 // The statistics are results too (training's native_layer_norm): the mean and rstd come from one
 // dispatch of the row moments; the normalization stays IREE's.
 // CHECK-LABEL: func.func private @kiln_cpu_moments_0(
