@@ -177,32 +177,46 @@ def test_an_f32_convnet_through_iree_matches_eager_at_f32_precision() -> None:
 class MaskedAttention(nn.Module):
     """Attention with a boolean mask (a row of it all False) and a softmax of 37 columns beside it."""
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, s: torch.Tensor):
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, s: torch.Tensor, bias: torch.Tensor):
         attention = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         causal = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-        return attention, causal, torch.softmax(s * 30.0, dim=-1)
+        biased = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        return attention, causal, torch.softmax(s * 30.0, dim=-1), biased
 
 
 @needs_avx512f
 def test_softmaxes_on_the_row_kernel_match_eager() -> None:
-    """Masks (a fully masked row gives zeros, as eager's safe softmax), tails of 37 columns, large logits."""
+    """Masks (attention's fully masked row gives zeros, as eager's safe softmax, from the kernel; a
+    plain softmax's row of -inf gives NaN, as eager's), tails of 37 columns, large logits."""
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 3, 40, 32) for _ in range(3))
     mask = torch.rand(40, 40) > 0.3
     mask[5] = False
     s = torch.randn(6, 37)
     s[0, :5] = -torch.inf
-    inputs = (q, k, v, mask, s)
+    s[1] = -torch.inf
+    bias = torch.randn(40, 40)  # an additive mask, its row 7 fully masked
+    bias[7] = -torch.inf
+    inputs = (q, k, v, mask, s, bias)
     compiled = kiln.compile(MaskedAttention(), inputs)
-    softmaxes = [r["contraction"] for r in compiled.manifest.kernels if r["contraction"].startswith("softmax")]
-    # The boolean mask comes to linalg already added to the scores; the causal one as a shared [40, 40].
-    assert sorted(softmaxes) == ["softmax 2x3x40x40", "softmax 2x3x40x40 + mask 40x40", "softmax 6x37"]
+    softmaxes = sorted((r["contraction"], r["why"]) for r in compiled.manifest.kernels if r["contraction"].startswith("softmax"))
+    # The boolean mask comes to linalg already applied to the scores, and the safe softmax's test of
+    # its rows recomputes that (fused): IREE's select stays. The causal mask comes as a shared [40, 40].
+    safe = "row softmax of kiln_rows.c, fully masked rows zeros (safe softmax)"
+    assert softmaxes == [
+        ("softmax 2x3x40x40", "row softmax of kiln_rows.c"),
+        ("softmax 2x3x40x40 + mask 40x40", safe),
+        ("softmax 2x3x40x40 + mask 40x40", safe),
+        ("softmax 6x37", "row softmax of kiln_rows.c"),
+    ]
     with torch.no_grad():
         want = MaskedAttention()(*inputs)
     got = compiled(*inputs)
-    assert torch.equal(got[0][:, :, 5], torch.zeros_like(got[0][:, :, 5]))
+    for masked in (got[0][:, :, 5], got[3][:, :, 7]):  # IREE's select's zeros, the kernel's
+        assert torch.equal(masked, torch.zeros_like(masked))
+    assert torch.isnan(got[2][1]).all() and torch.isnan(want[2][1]).all()
     for a, b in zip(got, want, strict=True):
-        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, equal_nan=True)
 
 
 class Norms(nn.Module):

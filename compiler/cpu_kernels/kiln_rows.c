@@ -4,7 +4,9 @@
 //   (an additive mask shared by the leading dimensions, such as attention's causal mask over
 //   [queries, keys]) or s = x[r][:] where bias_rows is 0. IREE 3.13 computes attention's softmax
 //   over [batch, heads, 1024, 1024] in three passes over the scores, reducing each 16-wide vector
-//   horizontally (a GPT-2 block's largest IREE dispatch on the 16-core host).
+//   horizontally (a GPT-2 block's largest IREE dispatch on the 16-core host). "Safe", a fully masked
+//   row gives zeros, as PyTorch's attention does (IREE's pass over the scores that finds such rows
+//   then goes).
 // - moments: a layer norm's mean[r] = sum(x[r]) / n and rstd[r] = 1 / sqrt(sum((x[r] - mean)^2) / n
 //   + eps). IREE fuses the normalized value's producer into each of its reductions and computes it
 //   again in every pass (a GELU's erf three times); here the producer is computed once, by IREE,
@@ -52,11 +54,19 @@ TARGET static inline __m512 scores(const float* x, const float* b, size_t c, __m
   return b ? _mm512_maskz_add_ps(k, s, _mm512_maskz_loadu_ps(k, b + c)) : s;
 }
 
-TARGET static void softmax_row(const float* x, const float* b, float* y, size_t cols) {
-  __m512 top = _mm512_set1_ps(-__builtin_inff());
+TARGET static void softmax_row(const float* x, const float* b, float* y, size_t cols, int safe) {
+  const __m512 minus_inf = _mm512_set1_ps(-__builtin_inff());
+  __m512 top = minus_inf;
+  __mmask16 unmasked = 0;  // lanes that saw a score other than -inf (NaN included)
   for (size_t c = 0; c < cols; c += 16) {
     const __mmask16 k = lanes(cols - c);
-    top = _mm512_mask_max_ps(top, k, top, scores(x, b, c, k));
+    const __m512 s = scores(x, b, c, k);
+    top = _mm512_mask_max_ps(top, k, top, s);
+    unmasked |= _mm512_mask_cmp_ps_mask(k, s, minus_inf, _CMP_NEQ_UQ);
+  }
+  if (safe && !unmasked) {  // every score -inf: zeros, as PyTorch's safe softmax (attention) gives
+    for (size_t c = 0; c < cols; c += 16) _mm512_mask_storeu_ps(y + c, lanes(cols - c), _mm512_setzero_ps());
+    return;
   }
   const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(top));
   __m512 sum = _mm512_setzero_ps();
@@ -136,15 +146,16 @@ TARGET static void layer_norm_row(const float* x, const float* w, const float* b
 
 // The IREE workgroup functions: bareptr memrefs (base + element offset), then scalars; workgroup wx
 // takes rows [wx * per_workgroup, +per_workgroup). They return 0 (see kiln_amx.c).
+// safe: a row whose scores are all -inf (fully masked) gives zeros instead of NaN.
 int kiln_softmax_f32_workgroup(const float* restrict x, size_t x_off, const float* restrict b, size_t b_off,
                                float* restrict y, size_t y_off, size_t rows, size_t cols, size_t bias_rows,
-                               size_t per_workgroup, size_t wx, const uint64_t* processor_data) {
+                               size_t safe, size_t per_workgroup, size_t wx, const uint64_t* processor_data) {
   (void)processor_data;
   const size_t begin = wx * per_workgroup;
   const size_t end = begin + per_workgroup < rows ? begin + per_workgroup : rows;
   for (size_t r = begin; r < end; ++r) {
     const float* bias = bias_rows ? b + b_off + (r % bias_rows) * cols : NULL;
-    softmax_row(x + x_off + r * cols, bias, y + y_off + r * cols, cols);
+    softmax_row(x + x_off + r * cols, bias, y + y_off + r * cols, cols, safe != 0);
   }
   return 0;
 }

@@ -57,7 +57,8 @@ def executable(elements: tuple[str, ...], rows: tuple[str, ...] = ()) -> str:
 
 
 # The row softmax (kiln_rows.c): scores [rows][cols], an additive bias [bias_rows][cols] for rows
-# r % bias_rows (bias_rows 0: none; the binding then holds one unused element), result [rows][cols].
+# r % bias_rows (bias_rows 0: none; the binding then holds one unused element), result [rows][cols];
+# `safe` 1: fully masked rows give zeros.
 _SOFTMAX = (
     """
     stream.executable.export public @softmax_f32 workgroups(%gx: index) -> (index, index, index) {
@@ -65,10 +66,10 @@ _SOFTMAX = (
       stream.return %gx, %c1, %c1 : index, index, index
     }""",
     """
-      func.func private @kiln_softmax_f32_workgroup(%xb: memref<f32>, %xo: index, %bb: memref<f32>, %bo: index, %yb: memref<f32>, %yo: index, %rows_: index, %cols_: index, %brows_: index, %per_: index, %wx_: index) -> i32 attributes {
+      func.func private @kiln_softmax_f32_workgroup(%xb: memref<f32>, %xo: index, %bb: memref<f32>, %bo: index, %yb: memref<f32>, %yo: index, %rows_: index, %cols_: index, %brows_: index, %safe_: index, %per_: index, %wx_: index) -> i32 attributes {
         hal.import.bitcode, hal.import.fields = ["processor_data"], llvm.bareptr = true
       }
-      func.func @softmax_f32(%x: !stream.binding, %b: !stream.binding, %y: !stream.binding, %rows: index, %cols: index, %brows: index, %per: index, %bsize: index) {
+      func.func @softmax_f32(%x: !stream.binding, %b: !stream.binding, %y: !stream.binding, %rows: index, %cols: index, %brows: index, %safe: index, %per: index, %bsize: index) {
         %c0 = arith.constant 0 : index
         %wx = stream.dispatch.workgroup.id[0] : index
         %n = arith.muli %rows, %cols : index
@@ -78,7 +79,7 @@ _SOFTMAX = (
         %xbase, %xoff, %xs, %xst = iree_codegen.extract_strided_metadata %xm : memref<?xf32> -> memref<f32>, index, index, index
         %bbase, %boff, %bs, %bst = iree_codegen.extract_strided_metadata %bm : memref<?xf32> -> memref<f32>, index, index, index
         %ybase, %yoff, %ys, %yst = iree_codegen.extract_strided_metadata %ym : memref<?xf32> -> memref<f32>, index, index, index
-        %status = func.call @kiln_softmax_f32_workgroup(%xbase, %xoff, %bbase, %boff, %ybase, %yoff, %rows, %cols, %brows, %per, %wx) : (memref<f32>, index, memref<f32>, index, memref<f32>, index, index, index, index, index, index) -> i32
+        %status = func.call @kiln_softmax_f32_workgroup(%xbase, %xoff, %bbase, %boff, %ybase, %yoff, %rows, %cols, %brows, %safe, %per, %wx) : (memref<f32>, index, memref<f32>, index, memref<f32>, index, index, index, index, index, index, index) -> i32
         return
       }""",
 )
@@ -206,25 +207,30 @@ def moments_dispatch(x: str, rows: int, cols: int, eps: float, fresh: Namer) -> 
     return lines, f"{result}#0", f"{result}#1"
 
 
-def softmax_dispatch(x: str, bias: str | None, rows: int, cols: int, bias_rows: int, fresh: Namer) -> tuple[list[str], str]:
+def softmax_dispatch(
+    x: str, bias: str | None, rows: int, cols: int, bias_rows: int, safe: bool, fresh: Namer
+) -> tuple[list[str], str]:
     """Lines dispatching the row softmax on `x` [rows][cols] (f32) with `bias` [bias_rows][cols] or
-    none; returns (lines, the [rows][cols] result)."""
+    none, fully masked rows giving zeros where `safe`; returns (lines, the [rows][cols] result)."""
     per = _rows_per_workgroup(rows, cols)
     lines = []
     if bias is None:
         bias = fresh("nobias")
         lines.append(f"{bias} = arith.constant dense<0.0> : tensor<1xf32>")
     bias_type = f"tensor<{bias_rows}x{cols}xf32>" if bias_rows else "tensor<1xf32>"
-    values = {"gx": -(-rows // per), "rows": rows, "cols": cols, "brows": bias_rows, "per": per, "bsize": bias_rows * cols or 1}
+    values = {
+        "gx": -(-rows // per), "rows": rows, "cols": cols, "brows": bias_rows, "safe": int(safe), "per": per,
+        "bsize": bias_rows * cols or 1,
+    }  # fmt: skip
     names = {}
     for scalar, value in values.items():
         names[scalar] = fresh(f"s_{scalar}_")
         lines.append(f"{names[scalar]} = arith.constant {value} : index")
     y = fresh("p")
-    scalars = ", ".join(names[s] for s in ("rows", "cols", "brows", "per", "bsize"))
+    scalars = ", ".join(names[s] for s in ("rows", "cols", "brows", "safe", "per", "bsize"))
     lines.append(
         f"{y} = flow.dispatch @{EXECUTABLE}::@softmax_f32[{names['gx']}]({x}, {bias}, {scalars}) : "
-        f"(tensor<{rows}x{cols}xf32>, {bias_type}, index, index, index, index, index) -> tensor<{rows}x{cols}xf32>"
+        f"(tensor<{rows}x{cols}xf32>, {bias_type}, index, index, index, index, index, index) -> tensor<{rows}x{cols}xf32>"
     )
     return lines, y
 

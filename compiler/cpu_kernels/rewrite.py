@@ -310,16 +310,15 @@ class _Rewriter:
             if chain is None:
                 continue
             x, bias = chain
+            safe = _safe_select(division.results[0], x, bias)
             shape = _shape(x)
-            cols, rows = shape[-1], 1
-            for size in shape[:-1]:
-                rows *= size
+            rows, cols = _rows_cols(shape)
             bias_rows = _shape(bias)[0] if bias is not None else 0
             fresh = mlir.Namer()
             flat = f"tensor<{rows}x{cols}xf32>"
             collapse = [list(range(len(shape) - 1)), [len(shape) - 1]]
             body = [f"%x2 = tensor.collapse_shape %x {collapse} : {x.type} into {flat}"]
-            lines, y = mlir.softmax_dispatch("%x2", "%b" if bias is not None else None, rows, cols, bias_rows, fresh)
+            lines, y = mlir.softmax_dispatch("%x2", "%b" if bias is not None else None, rows, cols, bias_rows, safe is not None, fresh)
             body += lines
             out = str(division.results[0].type)
             body += [
@@ -330,7 +329,11 @@ class _Rewriter:
             label = f"{'x'.join(map(str, shape))}" + (f" + mask {bias_rows}x{cols}" if bias is not None else "")
             arguments = f"%x: {x.type}" + (f", %b: {bias.type}" if bias is not None else "")
             self._replace(division, name, [x, bias] if bias is not None else [x], _function(name, arguments, out, body))
-            self.decisions.append(Decision("softmax", label, "kiln", "row softmax of kiln_rows.c", element="f32"))
+            if safe is not None:  # the kernel's zeros: the select, and the pass over the scores before it, go
+                safe.results[0].replace_all_uses_with(safe.operands[2])
+                safe.erase()
+            how = "row softmax of kiln_rows.c" + (", fully masked rows zeros (safe softmax)" if safe is not None else "")
+            self.decisions.append(Decision("softmax", label, "kiln", how, element="f32"))
             count += 1
         return count
 
@@ -678,6 +681,62 @@ def _softmax_chain(division: ir.Operation) -> tuple[ir.Value, ir.Value | None] |
     if scores is None or top is None or not _row_reduction(_through_unit_reshapes(top), scores, "arith.maximumf"):
         return None
     return _biased(scores)
+
+
+def _safe_select(p: ir.Value, x: ir.Value, bias: ir.Value | None) -> ir.Operation | None:
+    """The op of PyTorch's safe softmax (attention's) after softmax `p` of scores `x` (+ `bias`):
+    select(all of the row's scores are -inf, 0, p), the row's test a minimum over isneginf(scores);
+    None where `p` has no such user."""
+    rank = len(_shape(p))
+    for use in p.uses:
+        op = _user(use)
+        if _name(op) != "linalg.generic" or len(op.operands) != 4 or op.operands[2] != p:
+            continue
+        if [o.name for o in _body(op)] != ["arith.select", "linalg.yield"] or list(_body(op)[0].operands) != [_block_argument(op, i) for i in range(3)]:
+            continue
+        maps = [str(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]]
+        if maps[0] != _row_maps(rank)[0] or maps[1:] != [_identity(rank)] * 3 or not _zeros(op.operands[1]):
+            continue
+        if _all_scores_minus_infinity(op.operands[0], x, bias):
+            return op
+    return None
+
+
+def _zeros(value: ir.Value) -> bool:
+    constant = _producer(value)
+    if _name(constant) != "arith.constant" or not isinstance(constant.attributes["value"], ir.DenseElementsAttr):
+        return False
+    attribute = ir.DenseElementsAttr(constant.attributes["value"])
+    return attribute.is_splat and str(attribute.get_splat_value()) in ("0.000000e+00 : f32", "-0.000000e+00 : f32")
+
+
+def _all_scores_minus_infinity(test: ir.Value, x: ir.Value, bias: ir.Value | None) -> bool:
+    """Whether `test` [..., 1] (i1) is: min over the last dimension of isneginf(x + bias) != 0, as
+    kiln's linalg has PyTorch's safe softmax test it."""
+    nonzero = _producer(test)
+    if _name(nonzero) != "linalg.generic" or [o.name for o in _body(nonzero)] != ["arith.cmpf", "linalg.yield"]:
+        return False
+    compare = _body(nonzero)[0]
+    if " une," not in str(compare) or _argument_number(compare.operands[0]) != 0 or _float_constant(compare.operands[1]) != 0.0:
+        return False
+    minimum = _through_unit_reshapes(nonzero.operands[0])
+    reduction = _producer(minimum)
+    if _name(reduction) != "linalg.generic" or minimum != reduction.results[0] or "reduction" not in str(list(reduction.attributes["iterator_types"])[-1]):
+        return False
+    minima = [o for o in _body(reduction) if o.name == "arith.minimumf"]
+    if len(minima) != 1 or {_argument_number(v) for v in minima[0].operands} != {0, 1}:
+        return False
+    init = _producer(reduction.operands[1])
+    if _name(init) != "linalg.fill" or _float_constant(init.operands[0]) != float("inf"):
+        return False
+    flags = _producer(reduction.operands[0])
+    if _name(flags) != "linalg.generic" or list(flags.operands)[:-1] != ([x, bias] if bias is not None else [x]):
+        return False
+    steps = [o.name for o in _body(flags)]
+    if steps[: len(steps) - 3] not in (["arith.addf", "arith.extf"], ["arith.addf"], ["arith.extf"], []) or bias is not None and steps[0] != "arith.addf":
+        return False
+    compare, convert = _body(flags)[-3], _body(flags)[-2]
+    return compare.name == "arith.cmpf" and " oeq," in str(compare) and _float_constant(compare.operands[1]) == float("-inf") and convert.name == "arith.uitofp"
 
 
 _RSTD_BODY = ["arith.addf", "math.rsqrt", "linalg.yield"]

@@ -11,7 +11,7 @@
 // CHECK-LABEL: func.func private @kiln_cpu_softmax_0(
 // CHECK-SAME:      %{{.*}}: tensor<2x3x8x16xf32>{{.*}}, %{{.*}}: tensor<8x16xf32>{{.*}}) -> tensor<2x3x8x16xf32>
 // CHECK:         tensor.collapse_shape %{{.*}} {{\[\[}}0, 1, 2], [3]] : tensor<2x3x8x16xf32> into tensor<48x16xf32>
-// CHECK:         flow.dispatch @kiln_cpu_kernels::@softmax_f32[%{{.*}}](%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<48x16xf32>, tensor<8x16xf32>, index, index, index, index, index) -> tensor<48x16xf32>
+// CHECK:         flow.dispatch @kiln_cpu_kernels::@softmax_f32[%{{.*}}](%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<48x16xf32>, tensor<8x16xf32>, index, index, index, index, index, index) -> tensor<48x16xf32>
 // CHECK:         tensor.expand_shape
 // CHECK-LABEL: func.func @attention_softmax(
 // CHECK:         %[[P:.*]] = call @kiln_cpu_softmax_0(%arg0, %arg1)
@@ -69,7 +69,7 @@ func.func @attention_softmax(%s: tensor<2x3x8x16xf32>, %m: tensor<8x16xf32>) -> 
 // CHECK-LABEL: func.func private @kiln_cpu_softmax_0(
 // CHECK-SAME:      %{{.*}}: tensor<4x32xf32>{{.*}}) -> tensor<4x32xf32>
 // CHECK:         arith.constant dense<0.000000e+00> : tensor<1xf32>
-// CHECK:         flow.dispatch @kiln_cpu_kernels::@softmax_f32{{.*}} : (tensor<4x32xf32>, tensor<1xf32>, index, index, index, index, index) -> tensor<4x32xf32>
+// CHECK:         flow.dispatch @kiln_cpu_kernels::@softmax_f32{{.*}} : (tensor<4x32xf32>, tensor<1xf32>, index, index, index, index, index, index) -> tensor<4x32xf32>
 // CHECK-LABEL: func.func @plain_softmax(
 // CHECK:         call @kiln_cpu_softmax_0(%arg0)
 // REPORT:      | softmax 4x32 | kiln | {{.*}} row softmax of kiln_rows.c |
@@ -108,6 +108,94 @@ func.func @plain_softmax(%x: tensor<4x32xf32>) -> tensor<4x32xf32> {
     linalg.yield %r : f32
   } -> tensor<4x32xf32>
   return %p : tensor<4x32xf32>
+}
+
+// -----
+
+// PyTorch's safe softmax (attention's): a row whose scores are all -inf gives zeros, by a select on
+// min(isneginf(scores)) over the row. The kernel gives the zeros (safe = 1), and the select goes;
+// nothing then reads the test, which IREE drops.
+// CHECK-LABEL: func.func private @kiln_cpu_softmax_0(
+// CHECK:         %[[SAFE:.*]] = arith.constant 1 : index
+// CHECK:         flow.dispatch @kiln_cpu_kernels::@softmax_f32[%{{.*}}](%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SAFE]], {{.*}} -> tensor<48x16xf32>
+// CHECK-LABEL: func.func @safe_softmax(
+// CHECK:         %[[P:.*]] = call @kiln_cpu_softmax_0(%arg0, %arg1)
+// CHECK-NOT:     arith.select
+// CHECK:         return %[[P]]
+// REPORT:      | softmax 2x3x8x16 + mask 8x16 | kiln | {{.*}} row softmax of kiln_rows.c, fully masked rows zeros (safe softmax) |
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#mask = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+#row4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#keep4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+func.func @safe_softmax(%s: tensor<2x3x8x16xf32>, %m: tensor<8x16xf32>) -> tensor<2x3x8x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e4 = tensor.empty() : tensor<2x3x8x16xf32>
+  %x = linalg.generic {indexing_maps = [#id4, #mask, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %m : tensor<2x3x8x16xf32>, tensor<8x16xf32>) outs(%e4 : tensor<2x3x8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x16xf32>
+  %e3 = tensor.empty() : tensor<2x3x8xf32>
+  %init = linalg.fill ins(%ninf : f32) outs(%e3 : tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  %max = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<2x3x8x16xf32>) outs(%init : tensor<2x3x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8xf32>
+  %maxk = tensor.expand_shape %max [[0], [1], [2, 3]] output_shape [2, 3, 8, 1] : tensor<2x3x8xf32> into tensor<2x3x8x1xf32>
+  %d = linalg.generic {indexing_maps = [#id4, #keep4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %maxk : tensor<2x3x8x16xf32>, tensor<2x3x8x1xf32>) outs(%e4 : tensor<2x3x8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x16xf32>
+  %ex = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%d : tensor<2x3x8x16xf32>) outs(%e4 : tensor<2x3x8x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x16xf32>
+  %e1 = tensor.empty() : tensor<2x3x8x1xf32>
+  %zeros = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x3x8x1xf32>) -> tensor<2x3x8x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id4, #keep4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<2x3x8x16xf32>) outs(%zeros : tensor<2x3x8x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x1xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #keep4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %sum : tensor<2x3x8x16xf32>, tensor<2x3x8x1xf32>) outs(%e4 : tensor<2x3x8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x16xf32>
+  %ninf64 = arith.constant 0xFFF0000000000000 : f64
+  %inf = arith.constant 0x7F800000 : f32
+  %flags = linalg.generic {indexing_maps = [#id4, #mask, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %m : tensor<2x3x8x16xf32>, tensor<8x16xf32>) outs(%e4 : tensor<2x3x8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.addf %a, %b : f32
+    %w = arith.extf %v : f32 to f64
+    %c = arith.cmpf oeq, %w, %ninf64 : f64
+    %r = arith.uitofp %c : i1 to f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x16xf32>
+  %top = linalg.fill ins(%inf : f32) outs(%e3 : tensor<2x3x8xf32>) -> tensor<2x3x8xf32>
+  %least = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%flags : tensor<2x3x8x16xf32>) outs(%top : tensor<2x3x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.minimumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8xf32>
+  %leastk = tensor.expand_shape %least [[0], [1], [2, 3]] output_shape [2, 3, 8, 1] : tensor<2x3x8xf32> into tensor<2x3x8x1xf32>
+  %eb = tensor.empty() : tensor<2x3x8x1xi1>
+  %masked = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%leastk : tensor<2x3x8x1xf32>) outs(%eb : tensor<2x3x8x1xi1>) {
+  ^bb0(%a: f32, %o: i1):
+    %r = arith.cmpf une, %a, %zero : f32
+    linalg.yield %r : i1
+  } -> tensor<2x3x8x1xi1>
+  %nothing = arith.constant dense<0.0> : tensor<2x3x8x16xf32>
+  %safe = linalg.generic {indexing_maps = [#keep4, #id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%masked, %nothing, %p : tensor<2x3x8x1xi1>, tensor<2x3x8x16xf32>, tensor<2x3x8x16xf32>) outs(%e4 : tensor<2x3x8x16xf32>) {
+  ^bb0(%c: i1, %a: f32, %b: f32, %o: f32):
+    %r = arith.select %c, %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x3x8x16xf32>
+  return %safe : tensor<2x3x8x16xf32>
 }
 
 // -----
