@@ -733,7 +733,7 @@ def _all_scores_minus_infinity(test: ir.Value, x: ir.Value, bias: ir.Value | Non
     if _name(flags) != "linalg.generic" or list(flags.operands)[:-1] != ([x, bias] if bias is not None else [x]):
         return False
     steps = [o.name for o in _body(flags)]
-    if steps[: len(steps) - 3] not in (["arith.addf", "arith.extf"], ["arith.addf"], ["arith.extf"], []) or bias is not None and steps[0] != "arith.addf":
+    if steps[: len(steps) - 3] not in (["arith.addf", "arith.extf"], ["arith.addf"], ["arith.extf"], []) or (bias is not None and steps[0] != "arith.addf"):
         return False
     compare, convert = _body(flags)[-3], _body(flags)[-2]
     return compare.name == "arith.cmpf" and " oeq," in str(compare) and _float_constant(compare.operands[1]) == float("-inf") and convert.name == "arith.uitofp"
