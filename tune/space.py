@@ -156,7 +156,8 @@ def _llvm_cpu() -> tuple[Knob, ...]:
         ),
         Knob(
             "kernels",
-            "kiln's own bf16 convolution and matmul kernel (AMX or AVX512-BF16), or IREE's code for all",
+            "kiln's own CPU kernels: convolutions and matmuls (bf16 on AMX or AVX512-BF16, f32 on AVX-512F), "
+            "softmax and layer norms (kiln_rows.c); or IREE's code for all",
             (Choice("on"), Choice("off", options=(("kernels", "off"),))),
         ),
         Knob(
