@@ -38,7 +38,7 @@ from .options import CompileOptions
 from .out_variants import add_out_variants
 from .signature import Plan, Signature, plan_convention, shared_state
 from .targets import ResolvedTarget, resolve
-from .transients import add_transient_variants
+from .transients import add_transient_variants, remove_transient_variants
 from .usage import Usage, measured
 from .weights import Parameters, external_parameters
 from .written_inputs import overwritten_inputs
@@ -396,20 +396,22 @@ def _backend(program: Program, context: StageContext) -> Compiled:
     gpu_kernels = plan_kernels(program.module) if resolved.kernels else Substitution(())
     for note in gpu_kernels.notes():
         context.say(note)
-    plain = gpu_kernels.splice(program.module.operation.get_asm(enable_debug_info=True))
     iree_input = _iree_input(program, gpu_kernels, context)
     transients = add_transient_variants(program.module, names) if resolved.target.name == "llvm-cpu" else {}
+
+    def handoff() -> str:  # printed once; again only where the variants must go
+        return gpu_kernels.splice(program.module.operation.get_asm(enable_debug_info=True))
+
     try:
-        text = program.module.operation.get_asm(enable_debug_info=True) if transients else plain
-        build = _compile_handoff(text, iree_input, context)
+        build = _compile_handoff(handoff(), iree_input, context)
     except KilnError as failure:
         if not transients:
             raise
-        build = _compile_handoff(plain, iree_input, context)  # IREE's own failure, if any, is the user's error
+        remove_transient_variants(program.module, transients)
         transients = {}
-        build = replace(
-            build, notes=(*build.notes, f"note: iree-compile failed with kiln's transient variants ({failure.message}); compiled without them")
-        )
+        build = _compile_handoff(handoff(), iree_input, context)  # IREE's own failure, if any, is the user's error
+        note = f"note: iree-compile failed with kiln's transient variants ({failure.message}); compiled without them"
+        build = replace(build, notes=(*build.notes, note))
     for note in build.notes:
         context.say(note)
     functions = tuple(

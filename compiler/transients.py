@@ -45,6 +45,13 @@ def add_transient_variants(module: ir.Module, names: tuple[str, ...]) -> dict[st
     return variants
 
 
+def remove_transient_variants(module: ir.Module, variants: dict[str, str]) -> None:
+    """Take out of `module` the variants `add_transient_variants` added (name -> variant name)."""
+    functions = functions_by_name(module)
+    for variant in variants.values():
+        functions[variant].erase()
+
+
 def _static_tensor(type_text: str) -> bool:
     return type_text.startswith("tensor<") and "?" not in type_text
 
