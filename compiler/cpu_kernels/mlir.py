@@ -56,92 +56,64 @@ def executable(elements: tuple[str, ...], rows: tuple[str, ...] = ()) -> str:
 """
 
 
-# The row softmax (kiln_rows.c): scores [rows][cols], an additive bias [bias_rows][cols] for rows
-# r % bias_rows (bias_rows 0: none; the binding then holds one unused element), result [rows][cols];
-# `safe` 1: fully masked rows give zeros.
-_SOFTMAX = (
-    """
-    stream.executable.export public @softmax_f32 workgroups(%gx: index) -> (index, index, index) {
-      %c1 = arith.constant 1 : index
-      stream.return %gx, %c1, %c1 : index, index, index
-    }""",
-    """
-      func.func private @kiln_softmax_f32_workgroup(%xb: memref<f32>, %xo: index, %bb: memref<f32>, %bo: index, %yb: memref<f32>, %yo: index, %rows_: index, %cols_: index, %brows_: index, %safe_: index, %per_: index, %wx_: index) -> i32 attributes {
-        hal.import.bitcode, hal.import.fields = ["processor_data"], llvm.bareptr = true
-      }
-      func.func @softmax_f32(%x: !stream.binding, %b: !stream.binding, %y: !stream.binding, %rows: index, %cols: index, %brows: index, %safe: index, %per: index, %bsize: index) {
-        %c0 = arith.constant 0 : index
-        %wx = stream.dispatch.workgroup.id[0] : index
-        %n = arith.muli %rows, %cols : index
-        %xm = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{%n}
-        %bm = stream.binding.subspan %b[%c0] : !stream.binding -> memref<?xf32>{%bsize}
-        %ym = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?xf32>{%n}
-        %xbase, %xoff, %xs, %xst = iree_codegen.extract_strided_metadata %xm : memref<?xf32> -> memref<f32>, index, index, index
-        %bbase, %boff, %bs, %bst = iree_codegen.extract_strided_metadata %bm : memref<?xf32> -> memref<f32>, index, index, index
-        %ybase, %yoff, %ys, %yst = iree_codegen.extract_strided_metadata %ym : memref<?xf32> -> memref<f32>, index, index, index
-        %status = func.call @kiln_softmax_f32_workgroup(%xbase, %xoff, %bbase, %boff, %ybase, %yoff, %rows, %cols, %brows, %safe, %per, %wx) : (memref<f32>, index, memref<f32>, index, memref<f32>, index, index, index, index, index, index, index) -> i32
-        return
-      }""",
-)
-# A layer norm's row moments (kiln_rows.c): x [rows][cols] -> mean [rows], rstd [rows]; eps as f32 bits.
-_MOMENTS = (
-    """
-    stream.executable.export public @moments_f32 workgroups(%gx: index) -> (index, index, index) {
-      %c1 = arith.constant 1 : index
-      stream.return %gx, %c1, %c1 : index, index, index
-    }""",
-    """
-      func.func private @kiln_moments_f32_workgroup(%xb: memref<f32>, %xo: index, %mb: memref<f32>, %mo: index, %rb: memref<f32>, %ro: index, %rows_: index, %cols_: index, %eps_: index, %per_: index, %wx_: index) -> i32 attributes {
-        hal.import.bitcode, hal.import.fields = ["processor_data"], llvm.bareptr = true
-      }
-      func.func @moments_f32(%x: !stream.binding, %m: !stream.binding, %r: !stream.binding, %rows: index, %cols: index, %eps: index, %per: index) {
-        %c0 = arith.constant 0 : index
-        %wx = stream.dispatch.workgroup.id[0] : index
-        %n = arith.muli %rows, %cols : index
-        %xm = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{%n}
-        %mm = stream.binding.subspan %m[%c0] : !stream.binding -> memref<?xf32>{%rows}
-        %rm = stream.binding.subspan %r[%c0] : !stream.binding -> memref<?xf32>{%rows}
-        %xbase, %xoff, %xs, %xst = iree_codegen.extract_strided_metadata %xm : memref<?xf32> -> memref<f32>, index, index, index
-        %mbase, %moff, %ms, %mst = iree_codegen.extract_strided_metadata %mm : memref<?xf32> -> memref<f32>, index, index, index
-        %rbase, %roff, %rs, %rst = iree_codegen.extract_strided_metadata %rm : memref<?xf32> -> memref<f32>, index, index, index
-        %status = func.call @kiln_moments_f32_workgroup(%xbase, %xoff, %mbase, %moff, %rbase, %roff, %rows, %cols, %eps, %per, %wx) : (memref<f32>, index, memref<f32>, index, memref<f32>, index, index, index, index, index, index) -> i32
-        return
-      }""",
-)
-
-
-def _layer_norm(out: str) -> tuple[str, str]:
-    """The layer norm (kiln_rows.c) whose result is `out` (f32 or bf16): x [rows][cols] f32, w and b
-    [cols] f32 (or one unused element each, as `flags` says), y [rows][cols]."""
-    return (
+def _row_kernel(name: str, bindings: tuple[tuple[str, str, str], ...], scalars: tuple[str, ...], sizes: tuple[str, ...] = ()) -> tuple[str, str]:
+    """The export `name` of a row kernel of kiln_rows.c and its function, which calls the workgroup
+    function `kiln_<name>_workgroup(base, offset of each binding..., scalars..., workgroup x)`.
+    `bindings` are (name, element type, element count: `%n` = rows * cols, `%rows`, or one of
+    `sizes`, scalars the export takes after `scalars` and the kernel does not); every row kernel
+    has the scalars `rows` and `cols`, and one workgroup per `gx`."""
+    symbol = f"kiln_{name}_workgroup"
+    declared = [f"%{b}b: memref<{element}>, %{b}o: index" for b, element, _ in bindings]
+    declared += [f"%{scalar}_: index" for scalar in scalars] + ["%wx_: index"]
+    types = [f"memref<{element}>, index" for _, element, _ in bindings] + ["index"] * (len(scalars) + 1)
+    arguments = [f"%{b}: !stream.binding" for b, _, _ in bindings] + [f"%{scalar}: index" for scalar in (*scalars, *sizes)]
+    views = "".join(
         f"""
-    stream.executable.export public @layer_norm_{out} workgroups(%gx: index) -> (index, index, index) {{
+        %{b}m = stream.binding.subspan %{b}[%c0] : !stream.binding -> memref<?x{element}>{{{size}}}
+        %{b}base, %{b}off, %{b}s, %{b}st = iree_codegen.extract_strided_metadata %{b}m : memref<?x{element}> -> memref<{element}>, index, index, index"""
+        for b, element, size in bindings
+    )
+    passed = [f"%{b}base, %{b}off" for b, _, _ in bindings] + [f"%{scalar}" for scalar in scalars] + ["%wx"]
+    export = f"""
+    stream.executable.export public @{name} workgroups(%gx: index) -> (index, index, index) {{
       %c1 = arith.constant 1 : index
       stream.return %gx, %c1, %c1 : index, index, index
-    }}""",
-        f"""
-      func.func private @kiln_layer_norm_{out}_workgroup(%xb: memref<f32>, %xo: index, %wb: memref<f32>, %wo: index, %bb: memref<f32>, %bo: index, %yb: memref<{out}>, %yo: index, %rows_: index, %cols_: index, %eps_: index, %flags_: index, %per_: index, %wx_: index) -> i32 attributes {{
+    }}"""
+    function = f"""
+      func.func private @{symbol}({", ".join(declared)}) -> i32 attributes {{
         hal.import.bitcode, hal.import.fields = ["processor_data"], llvm.bareptr = true
       }}
-      func.func @layer_norm_{out}(%x: !stream.binding, %w: !stream.binding, %b: !stream.binding, %y: !stream.binding, %rows: index, %cols: index, %eps: index, %flags: index, %per: index, %wsize: index, %bsize: index) {{
+      func.func @{name}({", ".join(arguments)}) {{
         %c0 = arith.constant 0 : index
         %wx = stream.dispatch.workgroup.id[0] : index
-        %n = arith.muli %rows, %cols : index
-        %xm = stream.binding.subspan %x[%c0] : !stream.binding -> memref<?xf32>{{%n}}
-        %wm = stream.binding.subspan %w[%c0] : !stream.binding -> memref<?xf32>{{%wsize}}
-        %bm = stream.binding.subspan %b[%c0] : !stream.binding -> memref<?xf32>{{%bsize}}
-        %ym = stream.binding.subspan %y[%c0] : !stream.binding -> memref<?x{out}>{{%n}}
-        %xbase, %xoff, %xs, %xst = iree_codegen.extract_strided_metadata %xm : memref<?xf32> -> memref<f32>, index, index, index
-        %wbase, %woff, %ws, %wst = iree_codegen.extract_strided_metadata %wm : memref<?xf32> -> memref<f32>, index, index, index
-        %bbase, %boff, %bs, %bst = iree_codegen.extract_strided_metadata %bm : memref<?xf32> -> memref<f32>, index, index, index
-        %ybase, %yoff, %ys, %yst = iree_codegen.extract_strided_metadata %ym : memref<?x{out}> -> memref<{out}>, index, index, index
-        %status = func.call @kiln_layer_norm_{out}_workgroup(%xbase, %xoff, %wbase, %woff, %bbase, %boff, %ybase, %yoff, %rows, %cols, %eps, %flags, %per, %wx) : (memref<f32>, index, memref<f32>, index, memref<f32>, index, memref<{out}>, index, index, index, index, index, index, index) -> i32
+        %n = arith.muli %rows, %cols : index{views}
+        %status = func.call @{symbol}({", ".join(passed)}) : ({", ".join(types)}) -> i32
         return
-      }}""",
-    )
+      }}"""
+    return export, function
 
 
-_ROW_KERNELS = {"softmax": _SOFTMAX, "moments": _MOMENTS, "layer_norm_f32": _layer_norm("f32"), "layer_norm_bf16": _layer_norm("bf16")}
+_ROW_KERNELS = {
+    # scores [rows][cols], an additive bias [bias_rows][cols] for rows r % bias_rows (bias_rows 0: none;
+    # the binding then holds one unused element), result [rows][cols]; safe 1: fully masked rows give zeros
+    "softmax": _row_kernel(
+        "softmax_f32", (("x", "f32", "%n"), ("b", "f32", "%bsize"), ("y", "f32", "%n")),
+        ("rows", "cols", "brows", "safe", "per"), ("bsize",),
+    ),
+    # a layer norm's statistics: x [rows][cols] -> mean [rows], rstd [rows]; eps as f32 bits
+    "moments": _row_kernel(
+        "moments_f32", (("x", "f32", "%n"), ("m", "f32", "%rows"), ("r", "f32", "%rows")), ("rows", "cols", "eps", "per")
+    ),
+    # the layer norm whose result y [rows][cols] is f32 or bf16: x f32, w and b [cols] f32 (or one
+    # unused element each, as flags say); eps as f32 bits
+    **{
+        f"layer_norm_{out}": _row_kernel(
+            f"layer_norm_{out}", (("x", "f32", "%n"), ("w", "f32", "%wsize"), ("b", "f32", "%bsize"), ("y", out, "%n")),
+            ("rows", "cols", "eps", "flags", "per"), ("wsize", "bsize"),
+        )
+        for out in ("f32", "bf16")
+    },
+}  # fmt: skip
 # The layer norm's flags (kiln_rows.c): which affine parameters it has.
 LAYER_NORM_WEIGHT, LAYER_NORM_BIAS = 1, 2
 # Rows a row kernel's workgroup takes: about this many bytes of input, and at least 16 workgroups.
@@ -157,53 +129,60 @@ def _f32_bits(value: float) -> int:
     return struct.unpack("<I", struct.pack("<f", value))[0]
 
 
+def _row_dispatch(
+    export: str, tensors: list[tuple[str, str]], values: dict[str, int], results: tuple[str, ...], fresh: Namer
+) -> tuple[list[str], str]:
+    """Lines dispatching row kernel `export` on `tensors` ((value, type) each) with the index scalars
+    `values` (`gx` the workgroup count, the rest in the export's order), giving `results` (types);
+    returns (lines, the result: `%name`, its values `%name#i` where there are several)."""
+    lines, names = [], {}
+    for scalar, value in values.items():
+        names[scalar] = fresh(f"{scalar}_")
+        lines.append(f"{names[scalar]} = arith.constant {value} : index")
+    scalars = [names[scalar] for scalar in values if scalar != "gx"]
+    result = fresh("rows")
+    operands = ", ".join([value for value, _ in tensors] + scalars)
+    types = ", ".join([type_ for _, type_ in tensors] + ["index"] * len(scalars))
+    named, typed = (result, results[0]) if len(results) == 1 else (f"{result}:{len(results)}", f"({', '.join(results)})")
+    lines.append(f"{named} = flow.dispatch @{EXECUTABLE}::@{export}[{names['gx']}]({operands}) : ({types}) -> {typed}")
+    return lines, result
+
+
+def _unused(fresh: Namer, lines: list[str]) -> tuple[str, str]:
+    """A one-element f32 tensor for a binding the kernel does not read."""
+    value = fresh("none")
+    lines.append(f"{value} = arith.constant dense<0.0> : tensor<1xf32>")
+    return value, "tensor<1xf32>"
+
+
 def layer_norm_dispatch(
     x: str, weight: str | None, bias: str | None, rows: int, cols: int, eps: float, out: str, fresh: Namer
 ) -> tuple[list[str], str]:
     """Lines dispatching the layer norm on `x` [rows][cols] (f32) with `weight` and `bias` [cols] (f32)
     or none; returns (lines, the [rows][cols] result in `out`, f32 or bf16)."""
     per = _rows_per_workgroup(rows, cols)
-    lines, operands, types, flags = [], [], [], 0
+    lines: list[str] = []
+    tensors, flags = [(x, f"tensor<{rows}x{cols}xf32>")], 0
     for value, flag in ((weight, LAYER_NORM_WEIGHT), (bias, LAYER_NORM_BIAS)):
         if value is None:
-            value = fresh("none")
-            lines.append(f"{value} = arith.constant dense<0.0> : tensor<1xf32>")
-            types.append("tensor<1xf32>")
+            tensors.append(_unused(fresh, lines))
         else:
             flags |= flag
-            types.append(f"tensor<{cols}xf32>")
-        operands.append(value)
+            tensors.append((value, f"tensor<{cols}xf32>"))
     values = {
         "gx": -(-rows // per), "rows": rows, "cols": cols, "eps": _f32_bits(eps), "flags": flags, "per": per,
         "wsize": cols if weight is not None else 1, "bsize": cols if bias is not None else 1,
     }  # fmt: skip
-    names = {}
-    for scalar, value in values.items():
-        names[scalar] = fresh(f"l_{scalar}_")
-        lines.append(f"{names[scalar]} = arith.constant {value} : index")
-    y = fresh("norm")
-    scalars = ", ".join(names[s] for s in ("rows", "cols", "eps", "flags", "per", "wsize", "bsize"))
-    lines.append(
-        f"{y} = flow.dispatch @{EXECUTABLE}::@layer_norm_{out}[{names['gx']}]({x}, {', '.join(operands)}, {scalars}) : "
-        f"(tensor<{rows}x{cols}xf32>, {', '.join(types)}, index, index, index, index, index, index, index) -> tensor<{rows}x{cols}x{out}>"
-    )
-    return lines, y
+    dispatch, y = _row_dispatch(f"layer_norm_{out}", tensors, values, (f"tensor<{rows}x{cols}x{out}>",), fresh)
+    return lines + dispatch, y
 
 
 def moments_dispatch(x: str, rows: int, cols: int, eps: float, fresh: Namer) -> tuple[list[str], str, str]:
     """Lines dispatching the row moments on `x` [rows][cols] (f32); returns (lines, mean, rstd), each [rows]."""
     per = _rows_per_workgroup(rows, cols)
     values = {"gx": -(-rows // per), "rows": rows, "cols": cols, "eps": _f32_bits(eps), "per": per}
-    lines, names = [], {}
-    for scalar, value in values.items():
-        names[scalar] = fresh(f"n_{scalar}_")
-        lines.append(f"{names[scalar]} = arith.constant {value} : index")
-    result = fresh("moments")
-    scalars = ", ".join(names[s] for s in ("rows", "cols", "eps", "per"))
-    lines.append(
-        f"{result}:2 = flow.dispatch @{EXECUTABLE}::@moments_f32[{names['gx']}]({x}, {scalars}) : "
-        f"(tensor<{rows}x{cols}xf32>, index, index, index, index) -> (tensor<{rows}xf32>, tensor<{rows}xf32>)"
-    )
+    results = (f"tensor<{rows}xf32>", f"tensor<{rows}xf32>")
+    lines, result = _row_dispatch("moments_f32", [(x, f"tensor<{rows}x{cols}xf32>")], values, results, fresh)
     return lines, f"{result}#0", f"{result}#1"
 
 
@@ -213,26 +192,15 @@ def softmax_dispatch(
     """Lines dispatching the row softmax on `x` [rows][cols] (f32) with `bias` [bias_rows][cols] or
     none, fully masked rows giving zeros where `safe`; returns (lines, the [rows][cols] result)."""
     per = _rows_per_workgroup(rows, cols)
-    lines = []
-    if bias is None:
-        bias = fresh("nobias")
-        lines.append(f"{bias} = arith.constant dense<0.0> : tensor<1xf32>")
-    bias_type = f"tensor<{bias_rows}x{cols}xf32>" if bias_rows else "tensor<1xf32>"
+    lines: list[str] = []
+    scores = (x, f"tensor<{rows}x{cols}xf32>")
+    mask = (bias, f"tensor<{bias_rows}x{cols}xf32>") if bias is not None else _unused(fresh, lines)
     values = {
         "gx": -(-rows // per), "rows": rows, "cols": cols, "brows": bias_rows, "safe": int(safe), "per": per,
         "bsize": bias_rows * cols or 1,
     }  # fmt: skip
-    names = {}
-    for scalar, value in values.items():
-        names[scalar] = fresh(f"s_{scalar}_")
-        lines.append(f"{names[scalar]} = arith.constant {value} : index")
-    y = fresh("p")
-    scalars = ", ".join(names[s] for s in ("rows", "cols", "brows", "safe", "per", "bsize"))
-    lines.append(
-        f"{y} = flow.dispatch @{EXECUTABLE}::@softmax_f32[{names['gx']}]({x}, {bias}, {scalars}) : "
-        f"(tensor<{rows}x{cols}xf32>, {bias_type}, index, index, index, index, index, index) -> tensor<{rows}x{cols}xf32>"
-    )
-    return lines, y
+    dispatch, y = _row_dispatch("softmax_f32", [scores, mask], values, (f"tensor<{rows}x{cols}xf32>",), fresh)
+    return lines + dispatch, y
 
 
 def _export(element: str) -> tuple[str, str]:
