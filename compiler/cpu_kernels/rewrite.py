@@ -39,6 +39,7 @@ and each contraction gets a Decision saying what computes it and why.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -311,22 +312,16 @@ class _Rewriter:
                 continue
             x, bias = chain
             safe = _safe_select(division.results[0], x, bias)
-            shape = _shape(x)
-            rows, cols = _rows_cols(shape)
+            flat = _Rows(x)
             bias_rows = _shape(bias)[0] if bias is not None else 0
             fresh = mlir.Namer()
-            flat = f"tensor<{rows}x{cols}xf32>"
-            collapse = [list(range(len(shape) - 1)), [len(shape) - 1]]
-            body = [f"%x2 = tensor.collapse_shape %x {collapse} : {x.type} into {flat}"]
-            lines, y = mlir.softmax_dispatch("%x2", "%b" if bias is not None else None, rows, cols, bias_rows, safe is not None, fresh)
+            body = [flat.collapsed("%x")]
+            lines, y = mlir.softmax_dispatch("%x2", "%b" if bias is not None else None, flat.rows, flat.cols, bias_rows, safe is not None, fresh)
             body += lines
             out = str(division.results[0].type)
-            body += [
-                f"%r = tensor.expand_shape {y} {collapse} output_shape {shape} : {flat} into {out}",
-                f"return %r : {out}",
-            ]
+            body += [flat.expanded(y, "f32", out), f"return %r : {out}"]
             name = f"kiln_cpu_softmax_{count}"
-            label = f"{'x'.join(map(str, shape))}" + (f" + mask {bias_rows}x{cols}" if bias is not None else "")
+            label = mlir.dims(flat.shape) + (f" + mask {bias_rows}x{flat.cols}" if bias is not None else "")
             arguments = f"%x: {x.type}" + (f", %b: {bias.type}" if bias is not None else "")
             self._replace(division, name, [x, bias] if bias is not None else [x], _function(name, arguments, out, body))
             if safe is not None:  # the kernel's zeros: the select, and the pass over the scores before it, go
@@ -356,12 +351,10 @@ class _Rewriter:
 
     def _layer_norm(self, chain: _Moments, normalization: _Normalization) -> None:
         """The normalization's op replaced by one dispatch of the layer norm; the moments' ops are then dead."""
-        shape, x = _shape(chain.x), chain.x
-        rows, cols = _rows_cols(shape)
+        x = chain.x
+        flat = _Rows(x)
         fresh = mlir.Namer()
-        flat = f"tensor<{rows}x{cols}xf32>"
-        collapse = [list(range(len(shape) - 1)), [len(shape) - 1]]
-        body = [f"%x2 = tensor.collapse_shape %x {collapse} : {x.type} into {flat}"]
+        body = [flat.collapsed("%x")]
         arguments, operands, affine = [f"%x: {x.type}"], [x], {}
         for role, value in (("w", normalization.weight), ("b", normalization.bias)):
             if value is None:
@@ -370,32 +363,30 @@ class _Rewriter:
             operands.append(value)
             affine[role] = f"%{role}"
             if _element(value) != "f32":
-                body += _extended(f"%{role}", f"%{role}32", cols, _element(value))
+                body += _extended(f"%{role}", f"%{role}32", flat.cols, _element(value))
                 affine[role] = f"%{role}32"
-        lines, y = mlir.layer_norm_dispatch("%x2", affine.get("w"), affine.get("b"), rows, cols, chain.eps, normalization.out, fresh)
+        out = normalization.out
+        lines, y = mlir.layer_norm_dispatch("%x2", affine.get("w"), affine.get("b"), flat.rows, flat.cols, chain.eps, out, fresh)
         body += lines
         result = str(normalization.op.results[0].type)
-        body += [
-            f"%r = tensor.expand_shape {y} {collapse} output_shape {shape} : tensor<{rows}x{cols}x{normalization.out}> into {result}",
-            f"return %r : {result}",
-        ]
+        body += [flat.expanded(y, out, result), f"return %r : {result}"]
         name = f"kiln_cpu_layer_norm_{self._row_kernels}"
         self._row_kernels += 1
         self._replace(normalization.op, name, operands, _function(name, ", ".join(arguments), result, body))
         parts = [part for part, value in (("weight", normalization.weight), ("bias", normalization.bias)) if value is not None]
-        label = "x".join(map(str, shape)) + (f" + {' and '.join(parts)}" if parts else "") + f" -> {normalization.out}"
+        label = mlir.dims(flat.shape) + (f" + {' and '.join(parts)}" if parts else "") + f" -> {out}"
         self.decisions.append(Decision("layer norm", label, "kiln", "row layer norm of kiln_rows.c", element="f32"))
 
     def _moments(self, chain: _Moments, rstd: ir.Operation) -> None:
         """The mean's and rstd's ops replaced by one dispatch of the row moments."""
-        shape, x, mean = _shape(chain.x), chain.x, chain.mean
-        rows, cols = _rows_cols(shape)
+        x, mean = chain.x, chain.mean
+        flat = _Rows(x)
+        rows = flat.rows
         fresh = mlir.Namer()
-        flat = f"tensor<{rows}x{cols}xf32>"
         row_type = str(mean.results[0].type)
         row_shape = _shape(mean.results[0])
-        body = [f"%x2 = tensor.collapse_shape %x {[list(range(len(shape) - 1)), [len(shape) - 1]]} : {x.type} into {flat}"]
-        lines, m, r = mlir.moments_dispatch("%x2", rows, cols, chain.eps, fresh)
+        body = [flat.collapsed("%x")]
+        lines, m, r = mlir.moments_dispatch("%x2", rows, flat.cols, chain.eps, fresh)
         body += lines
         spread = [list(range(len(row_shape)))]
         body += [
@@ -411,7 +402,7 @@ class _Rewriter:
         mean.results[0].replace_all_uses_with(call.results[0])
         rstd.results[0].replace_all_uses_with(call.results[1])
         rstd.erase()
-        self.decisions.append(Decision("layer norm moments", "x".join(map(str, shape)), "kiln", "row moments of kiln_rows.c", element="f32"))
+        self.decisions.append(Decision("layer norm moments", mlir.dims(flat.shape), "kiln", "row moments of kiln_rows.c", element="f32"))
 
     # -- convolutions
 
@@ -891,12 +882,38 @@ def _user(use: Any) -> ir.Operation:
     return owner if isinstance(owner, ir.Operation) else owner.operation
 
 
-def _rows_cols(shape: list[int]) -> tuple[int, int]:
-    """A tensor's shape as rows of its last dimension."""
-    rows = 1
-    for size in shape[:-1]:
-        rows *= size
-    return rows, shape[-1]
+@dataclass(frozen=True)
+class _Rows:
+    """A static tensor (`value`) as the row kernels see it: rows of its last dimension, [rows][cols]."""
+
+    value: ir.Value
+
+    @property
+    def shape(self) -> list[int]:
+        return _shape(self.value)
+
+    @property
+    def rows(self) -> int:
+        return math.prod(self.shape[:-1])
+
+    @property
+    def cols(self) -> int:
+        return self.shape[-1]
+
+    def _collapse(self) -> list[list[int]]:
+        rank = len(self.shape)
+        return [list(range(rank - 1)), [rank - 1]]
+
+    def collapsed(self, name: str) -> str:
+        """The line making `%x2`, the tensor `name` (of the value's type) as [rows][cols]."""
+        return f"%x2 = tensor.collapse_shape {name} {self._collapse()} : {self.value.type} into tensor<{self.rows}x{self.cols}xf32>"
+
+    def expanded(self, flat: str, element: str, result: str) -> str:
+        """The line making `%r`, the [rows][cols] `flat` of `element` in the value's shape, typed `result`."""
+        return (
+            f"%r = tensor.expand_shape {flat} {self._collapse()} output_shape {self.shape} : "
+            f"tensor<{self.rows}x{self.cols}x{element}> into {result}"
+        )
 
 
 def _extended(value: str, name: str, cols: int, element: str) -> list[str]:
