@@ -45,16 +45,14 @@ def bench(
     Returns the numerics check, the timings by contender, and an error for a contender that could
     not be timed (Inductor failing to compile the model, say), or None.
     """
-    torch_device = torch_device_for(module.manifest.driver, device)
+    torch_device, device_inputs, model = _on_device(module, model, inputs, device)
     sync = torch.cuda.synchronize if torch_device.startswith("cuda") else nothing
-    device_inputs = tuple(x.detach().to(torch_device).contiguous() for x in inputs)
-    model = model.to(torch_device).eval()
     with torch.no_grad():
         expected = _as_tuple(model(*device_inputs))
-        numerics = check_numerics(_as_tuple(module(*device_inputs)), expected, computes_in_tf32(module.manifest.kernels))
+        numerics = _check(module, device_inputs, expected)
         uploaded = upload(module, device_inputs)
-        warm = replace(settings, warmup=max(settings.warmup, CALLS_TO_CHOOSE))  # the CPU's executor chosen first
-        alone, called = measure_alternating([lambda: module.call_on_device(uploaded), lambda: module(*device_inputs)], nothing, warm)
+        calls = [lambda: module.call_on_device(uploaded), lambda: module(*device_inputs)]
+        alone, called = measure_alternating(calls, nothing, _executor_chosen_first(settings))
         timings = {
             "kiln": Timing.of(alone, kiln_compile_s),
             "kiln_call": Timing.of(called),
@@ -75,19 +73,31 @@ def compare_artifacts(
     """Several artifacts of one case (a change's before and after), each checked against `model`, then
     timed call by call in turn like bench's "kiln" column: one run, so the machine's drift between runs
     (often larger than the change) falls on each alike."""
-    torch_device = torch_device_for(modules[0].manifest.driver, device)
-    device_inputs = tuple(x.detach().to(torch_device).contiguous() for x in inputs)
-    model = model.to(torch_device).eval()
+    _, device_inputs, model = _on_device(modules[0], model, inputs, device)
     with torch.no_grad():
         expected = _as_tuple(model(*device_inputs))
-        numerics = [
-            check_numerics(_as_tuple(module(*device_inputs)), expected, computes_in_tf32(module.manifest.kernels)) for module in modules
-        ]
+        numerics = [_check(module, device_inputs, expected) for module in modules]
         uploaded = [upload(module, device_inputs) for module in modules]
-        warm = replace(settings, warmup=max(settings.warmup, CALLS_TO_CHOOSE))
         calls = [lambda module=module, up=up: module.call_on_device(up) for module, up in zip(modules, uploaded, strict=True)]
-        samples = measure_alternating(calls, nothing, warm)
+        samples = measure_alternating(calls, nothing, _executor_chosen_first(settings))
     return numerics, [Timing.of(times) for times in samples]
+
+
+def _on_device(
+    module: LoadedModule, model: torch.nn.Module, inputs: Sequence[torch.Tensor], device: str | None
+) -> tuple[str, tuple[torch.Tensor, ...], torch.nn.Module]:
+    """The torch device matching the artifact's, with the inputs and the model (eval mode) on it."""
+    torch_device = torch_device_for(module.manifest.driver, device)
+    return torch_device, tuple(x.detach().to(torch_device).contiguous() for x in inputs), model.to(torch_device).eval()
+
+
+def _check(module: LoadedModule, inputs: Sequence[torch.Tensor], expected: tuple[torch.Tensor, ...]) -> Numerics:
+    return check_numerics(_as_tuple(module(*inputs)), expected, computes_in_tf32(module.manifest.kernels))
+
+
+def _executor_chosen_first(settings: Settings) -> Settings:
+    """`settings` with warm-up calls enough for the CPU's choice of executor to be made before timing."""
+    return replace(settings, warmup=max(settings.warmup, CALLS_TO_CHOOSE))
 
 
 def _time_inductor(
