@@ -220,26 +220,28 @@ def test_softmaxes_on_the_row_kernel_match_eager() -> None:
 
 
 class Norms(nn.Module):
-    """A GELU into a layer norm of 1024; a residual add into a layer norm of 37 values (tails) without
-    a weight (kiln's fusion adds again in each of the norm's generics); one of 48 whose statistics are
-    results too (training's native_layer_norm), which keeps IREE's normalization."""
+    """A GELU times a per-row scale into a layer norm of 1024, and a tanh into another (two row
+    programs, the GELU and the tanh each the norm's alone); a residual add into a layer norm of 37 values (tails) without a weight (the C layer norm:
+    37 is no multiple of the row program's 16 lanes); one of 48 whose statistics are results too
+    (training's native_layer_norm), which keeps IREE's normalization."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.wide, self.narrow = nn.LayerNorm(1024), nn.LayerNorm(37, eps=1e-3)
+        self.wide, self.second, self.narrow = nn.LayerNorm(1024), nn.LayerNorm(1024), nn.LayerNorm(37, eps=1e-3)
         self.narrow.weight = None
         self.weight, self.bias = nn.Parameter(torch.rand(48) + 0.5), nn.Parameter(torch.rand(48) - 0.5)
 
-    def forward(self, x: torch.Tensor, y: torch.Tensor, r: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    def forward(self, x: torch.Tensor, g: torch.Tensor, y: torch.Tensor, r: torch.Tensor, z: torch.Tensor) -> tuple[torch.Tensor, ...]:
         normed, mean, rstd = torch.ops.aten.native_layer_norm(z, [48], self.weight, self.bias, 1e-5)
-        return self.wide(nn.functional.gelu(x)), self.narrow(y + r), normed, mean, rstd
+        return self.wide(nn.functional.gelu(x) * g), self.second(torch.tanh(x)), self.narrow(y + r), normed, mean, rstd
 
 
 @needs_avx512f
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_layer_norms_on_the_row_kernel_match_eager(dtype: torch.dtype) -> None:
-    """Whole layer norms in f32 and bf16 (a bf16 model's statistics are f32 in kiln's linalg; its
-    result is rounded to bf16 by the kernel), and the moments alone where the statistics are results."""
+    """Layer norms in f32 and bf16, with their producer (the row program) and without (the C layer
+    norm; a bf16 model's statistics are f32 in kiln's linalg, its result is rounded to bf16 by the
+    kernel), and the moments alone where the statistics are results."""
     torch.manual_seed(0)
     model = Norms().eval()
     with torch.no_grad():
@@ -251,15 +253,19 @@ def test_layer_norms_on_the_row_kernel_match_eager(dtype: torch.dtype) -> None:
     scale, offset = (100.0, 1000.0) if dtype == torch.float32 else (2.0, 3.0)
     inputs = tuple(
         x.to(dtype)
-        for x in (torch.randn(2, 16, 1024), torch.randn(5, 37) * scale + offset, torch.randn(5, 37), torch.randn(3, 48) + 10.0)
-    )
+        for x in (
+            torch.randn(2, 16, 1024), torch.rand(2, 16, 1) + 0.5, torch.randn(5, 37) * scale + offset, torch.randn(5, 37),
+            torch.randn(3, 48) + 10.0,
+        )
+    )  # fmt: skip
     compiled = kiln.compile(model, inputs)
     name = "bf16" if dtype == torch.bfloat16 else "f32"
-    rows = [r["contraction"] for r in compiled.manifest.kernels if r["code"] == "kiln"]
-    assert sorted(rows) == [
-        f"layer norm 2x16x1024 + weight and bias -> {name}",
-        f"layer norm 5x37 + bias -> {name}",
-        "layer norm moments 3x48",
+    rows = sorted((r["contraction"], r["why"].partition(":")[0]) for r in compiled.manifest.kernels if r["code"] == "kiln")
+    assert rows == [
+        (f"layer norm 2x16x1024 + weight and bias -> {name}", "row program"),
+        (f"layer norm 2x16x1024 + weight and bias -> {name}", "row program"),
+        (f"layer norm 5x37 + bias -> {name}", "row layer norm of kiln_rows.c"),
+        ("layer norm moments 3x48", "row moments of kiln_rows.c"),
     ], compiled.manifest.kernels
     tolerance = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {"rtol": 1.6e-2, "atol": 1e-2}
     with torch.no_grad():

@@ -157,7 +157,7 @@ def _llvm_cpu() -> tuple[Knob, ...]:
         Knob(
             "kernels",
             "kiln's own CPU kernels: convolutions and matmuls (bf16 on AMX or AVX512-BF16, f32 on AVX-512F), "
-            "softmax and layer norms (kiln_rows.c); or IREE's code for all",
+            "softmax and layer norms (kiln_rows.c, or row programs with the op before them); or IREE's code for all",
             (Choice("on"), Choice("off", options=(("kernels", "off"),))),
         ),
         Knob(

@@ -8,6 +8,7 @@ packed weight layout and an f32 path over its own. Just before iree-compile, the
 rewrites the linalg hand-off (rewrite.py): each contraction of the model's element type the
 kernel takes becomes a dispatch of it (mlir.py), with its weight packed once at load time; the rest
 stays with IREE. kiln_rows.c has the row kernels: the softmax IREE's three passes are replaced by
-(attention's among them) and the layer norm. features.py says which path a target CPU has, build.py builds the kernels' objects
+(attention's among them) and the layer norm; row_program.py writes a layer norm together with the
+elementwise op producing its input as one dispatch of kiln's vector code. features.py says which path a target CPU has, build.py builds the kernels' objects
 with the host's C compiler at first use and caches them, geometry.py tiles each call.
 """

@@ -120,11 +120,11 @@ LAYER_NORM_WEIGHT, LAYER_NORM_BIAS = 1, 2
 ROW_WORKGROUP_BYTES = 64 << 10
 
 
-def _rows_per_workgroup(rows: int, cols: int) -> int:
+def rows_per_workgroup(rows: int, cols: int) -> int:
     return max(1, min(ROW_WORKGROUP_BYTES // (4 * cols), -(-rows // 16)))
 
 
-def _f32_bits(value: float) -> int:
+def f32_bits(value: float) -> int:
     """`value` as an f32's bits: the kernels take every scalar as an index."""
     return struct.unpack("<I", struct.pack("<f", value))[0]
 
@@ -160,7 +160,7 @@ def layer_norm_dispatch(
 ) -> tuple[list[str], str]:
     """Lines dispatching the layer norm on `x` [rows][cols] (f32) with `weight` and `bias` [cols] (f32)
     or none; returns (lines, the [rows][cols] result in `out`, f32 or bf16)."""
-    per = _rows_per_workgroup(rows, cols)
+    per = rows_per_workgroup(rows, cols)
     lines: list[str] = []
     tensors, flags = [(x, f"tensor<{rows}x{cols}xf32>")], 0
     for value, flag in ((weight, LAYER_NORM_WEIGHT), (bias, LAYER_NORM_BIAS)):
@@ -170,7 +170,7 @@ def layer_norm_dispatch(
             flags |= flag
             tensors.append((value, f"tensor<{cols}xf32>"))
     values = {
-        "gx": -(-rows // per), "rows": rows, "cols": cols, "eps": _f32_bits(eps), "flags": flags, "per": per,
+        "gx": -(-rows // per), "rows": rows, "cols": cols, "eps": f32_bits(eps), "flags": flags, "per": per,
         "wsize": cols if weight is not None else 1, "bsize": cols if bias is not None else 1,
     }  # fmt: skip
     dispatch, y = _row_dispatch(f"layer_norm_{out}", tensors, values, (f"tensor<{rows}x{cols}x{out}>",), fresh)
@@ -179,8 +179,8 @@ def layer_norm_dispatch(
 
 def moments_dispatch(x: str, rows: int, cols: int, eps: float, fresh: Namer) -> tuple[list[str], str, str]:
     """Lines dispatching the row moments on `x` [rows][cols] (f32); returns (lines, mean, rstd), each [rows]."""
-    per = _rows_per_workgroup(rows, cols)
-    values = {"gx": -(-rows // per), "rows": rows, "cols": cols, "eps": _f32_bits(eps), "per": per}
+    per = rows_per_workgroup(rows, cols)
+    values = {"gx": -(-rows // per), "rows": rows, "cols": cols, "eps": f32_bits(eps), "per": per}
     results = (f"tensor<{rows}xf32>", f"tensor<{rows}xf32>")
     lines, result = _row_dispatch("moments_f32", [(x, f"tensor<{rows}x{cols}xf32>")], values, results, fresh)
     return lines, f"{result}#0", f"{result}#1"
@@ -191,7 +191,7 @@ def softmax_dispatch(
 ) -> tuple[list[str], str]:
     """Lines dispatching the row softmax on `x` [rows][cols] (f32) with `bias` [bias_rows][cols] or
     none, fully masked rows giving zeros where `safe`; returns (lines, the [rows][cols] result)."""
-    per = _rows_per_workgroup(rows, cols)
+    per = rows_per_workgroup(rows, cols)
     lines: list[str] = []
     scores = (x, f"tensor<{rows}x{cols}xf32>")
     mask = (bias, f"tensor<{bias_rows}x{cols}xf32>") if bias is not None else _unused(fresh, lines)

@@ -26,8 +26,11 @@ three. The rest of the chain (its max and sum) is then dead, and IREE drops it. 
 norm over the last dimension (its statistics in f32, the normalization with an optional weight and
 bias, the result in f32 or rounded to bf16) becomes one dispatch of the row layer norm: IREE then
 computes the normalized value's producer once, instead of again in each of the reductions it fuses
-it into, and the row is read from memory once. Where the statistics are used elsewhere too (returned,
-as by training's native_layer_norm), only they go to the kernel (the row moments).
+it into, and the row is read from memory once. Where that producer is an elementwise generic serving
+the layer norm alone (a GELU, a residual add, a bf16 model's widening), both become one row program
+instead (row_program.py): the producer's body on vectors inside the layer norm's row loop, one
+dispatch where there were two. Where the statistics are used elsewhere too (returned, as by
+training's native_layer_norm), only they go to the kernel (the row moments).
 
 In a module where the kernel takes something, NCHW poolings become NHWC ones between transposes too
 (IREE's code): IREE then cancels the transposes of a conv-pool-conv chain, which stays in NHWC.
@@ -46,7 +49,7 @@ from typing import Any
 from iree.compiler import ir
 from iree.compiler.dialects import func
 
-from . import mlir
+from . import mlir, row_program
 from .features import AVX512F, F32_FEATURES, KernelIsa
 from .geometry import Call, conv_call, matmul_call, row_window, row_window_call
 
@@ -333,8 +336,10 @@ class _Rewriter:
         return count
 
     def _layer_norms(self, rstds: list[ir.Operation]) -> tuple[str, ...]:
-        """Route each layer norm to the row kernels: whole (moments, normalization and affine) where its
-        mean and rstd serve the normalization alone, else its mean and rstd; returns the row kernels used."""
+        """Route each layer norm to the row kernels: with its elementwise producer as one row program
+        where that producer serves the layer norm alone, else whole (moments, normalization and
+        affine) where its mean and rstd serve the normalization alone, else its mean and rstd;
+        returns the row kernels of kiln_rows.c used."""
         used: dict[str, None] = {}
         for rstd in rstds:
             chain = _moments_chain(rstd)
@@ -344,9 +349,13 @@ class _Rewriter:
             if normalization is None:
                 self._moments(chain, rstd)
                 used["moments"] = None
-            else:
+                continue
+            fused = _fused_producer(chain, normalization)
+            if fused is None:
                 self._layer_norm(chain, normalization)
                 used[f"layer_norm_{normalization.out}"] = None
+            else:
+                self._row_program(chain, normalization, fused)
         return tuple(used)
 
     def _layer_norm(self, chain: _Moments, normalization: _Normalization) -> None:
@@ -356,6 +365,34 @@ class _Rewriter:
         fresh = mlir.Namer()
         body = [flat.collapsed("%x")]
         arguments, operands, affine = [f"%x: {x.type}"], [x], {}
+        body += self._affine(normalization, flat.cols, arguments, operands, affine)
+        out = normalization.out
+        lines, y = mlir.layer_norm_dispatch("%x2", affine.get("w"), affine.get("b"), flat.rows, flat.cols, chain.eps, out, fresh)
+        self._normalized(normalization, flat, arguments, operands, body + lines, y, "row layer norm of kiln_rows.c")
+
+    def _row_program(self, chain: _Moments, normalization: _Normalization, fused: _Fused) -> None:
+        """The normalization's op replaced by a row program computing the layer norm's input too;
+        the producer and the moments' ops are then dead."""
+        flat = _Rows(chain.x)
+        fresh = mlir.Namer()
+        arguments, operands, body, collapsed = [], [], [], []
+        for i, value in enumerate(fused.values):
+            arguments.append(f"%a{i}: {value.type}")
+            operands.append(value)
+            collapsed.append(_collapsed(f"%a{i}", value, fused.program.shape(i), body))
+        affine: dict[str, str] = {}
+        body += self._affine(normalization, flat.cols, arguments, operands, affine)
+        name = f"kiln_row_program_{self._row_kernels}"
+        self._add(row_program.executable(name, fused.program))
+        lines, y = row_program.dispatch(name, collapsed + [affine[r] for r in ("w", "b") if r in affine], fused.program, fresh)
+        how = f"row program: the layer norm and its elementwise producer ({fused.ops} op{'s' if fused.ops != 1 else ''}) in one dispatch"
+        self._normalized(normalization, flat, arguments, operands, body + lines, y, how)
+
+    @staticmethod
+    def _affine(normalization: _Normalization, cols: int, arguments: list[str], operands: list[ir.Value], affine: dict[str, str]) -> list[str]:
+        """Lines making the layer norm's weight and bias f32 [cols] (`affine`: role -> value), which
+        are added to the function's `arguments` and `operands`."""
+        lines = []
         for role, value in (("w", normalization.weight), ("b", normalization.bias)):
             if value is None:
                 continue
@@ -363,19 +400,24 @@ class _Rewriter:
             operands.append(value)
             affine[role] = f"%{role}"
             if _element(value) != "f32":
-                body += _extended(f"%{role}", f"%{role}32", flat.cols, _element(value))
+                lines += _extended(f"%{role}", f"%{role}32", cols, _element(value))
                 affine[role] = f"%{role}32"
+        return lines
+
+    def _normalized(
+        self, normalization: _Normalization, flat: _Rows, arguments: list[str], operands: list[ir.Value], body: list[str], y: str, how: str
+    ) -> None:
+        """The normalization's op replaced by a function of `arguments` whose `body` computes the
+        [rows][cols] result `y`; the decision says `how`."""
         out = normalization.out
-        lines, y = mlir.layer_norm_dispatch("%x2", affine.get("w"), affine.get("b"), flat.rows, flat.cols, chain.eps, out, fresh)
-        body += lines
         result = str(normalization.op.results[0].type)
-        body += [flat.expanded(y, out, result), f"return %r : {result}"]
+        body = [*body, flat.expanded(y, out, result), f"return %r : {result}"]
         name = f"kiln_cpu_layer_norm_{self._row_kernels}"
         self._row_kernels += 1
         self._replace(normalization.op, name, operands, _function(name, ", ".join(arguments), result, body))
         parts = [part for part, value in (("weight", normalization.weight), ("bias", normalization.bias)) if value is not None]
         label = mlir.dims(flat.shape) + (f" + {' and '.join(parts)}" if parts else "") + f" -> {out}"
-        self.decisions.append(Decision("layer norm", label, "kiln", "row layer norm of kiln_rows.c", element="f32"))
+        self.decisions.append(Decision("layer norm", label, "kiln", how, element="f32"))
 
     def _moments(self, chain: _Moments, rstd: ir.Operation) -> None:
         """The mean's and rstd's ops replaced by one dispatch of the row moments."""
@@ -875,6 +917,119 @@ def _normalization(chain: _Moments, rstd: ir.Operation) -> _Normalization | None
     if any(len(_shape(v)) != 1 or _element(v) not in ("f32", "bf16") for v in parameters.values()):
         return None
     return _Normalization(op, parameters.get("weight"), parameters.get("bias"), out)
+
+
+@dataclass(frozen=True)
+class _Fused:
+    """A layer norm's elementwise producer as a row program: its input `values`, in the program's order."""
+
+    program: row_program.LayerNormProgram
+    values: tuple[ir.Value, ...]
+    ops: int  # the producer's body, for the report
+
+
+# Element types a row program reads its inputs in.
+_ROW_PROGRAM_INPUTS = ("f32", "bf16", "f16")
+
+
+def _fused_producer(chain: _Moments, normalization: _Normalization) -> _Fused | None:
+    """The row program computing the layer norm with the elementwise generic producing its x, where
+    the layer norm is x's only use, each input is read per element, per column or per row, and the
+    body is arith and math ops on those inputs and scalar constants; None otherwise."""
+    x, producer = chain.x, _producer(chain.x)
+    if _name(producer) != "linalg.generic" or len(producer.results) != 1:
+        return None
+    rank, cols = len(_shape(x)), _shape(x)[-1]
+    maps = [str(ir.AffineMapAttr(m).value) for m in producer.attributes["indexing_maps"]]
+    if rank < 2 or cols % row_program.WIDTH or cols > row_program.MAX_COLS or maps[-1] != _identity(rank):
+        return None
+    if any("reduction" in str(t) for t in producer.attributes["iterator_types"]):
+        return None
+    total = _producer(chain.mean.operands[0])
+    if {_user(use) for use in x.uses} - {total, chain.squares, normalization.op}:
+        return None
+    dims = ", ".join(f"d{i}" for i in range(rank))
+    reads = {_identity(rank): "element", f"({dims}) -> (d{rank - 1})": "column", **dict.fromkeys(_row_maps(rank), "row")}
+    values = tuple(producer.operands)[: len(producer.operands) - 1]
+    inputs = []
+    for value, indexing in zip(values, maps, strict=False):
+        kind = reads.get(indexing)
+        if kind is None or not _static(value) or _element(value) not in _ROW_PROGRAM_INPUTS:
+            return None
+        inputs.append(row_program.Input(kind, _element(value)))
+    body = _vector_body(producer)
+    if body is None:
+        return None
+    lines, value = body
+    flat = _Rows(x)
+    program = row_program.LayerNormProgram(
+        tuple(inputs), tuple(lines), value, flat.rows, cols, chain.eps,
+        normalization.weight is not None, normalization.bias is not None, normalization.out,
+    )  # fmt: skip
+    return _Fused(program, values, len(_body(producer)) - 1)
+
+
+def _vector_body(producer: ir.Operation) -> tuple[list[str], str] | None:
+    """(lines, result) computing `producer`'s body on vectors from `%in<i>` (its inputs): each op in
+    generic form with its attributes and its types widened to vectors, each scalar constant it reads
+    broadcast; None where an op is not an arith or math op of one result, or reads another value."""
+    names: dict[ir.Value, str] = {_block_argument(producer, i): f"%in{i}" for i in range(len(producer.operands) - 1)}
+    lines: list[str] = []
+    fresh = mlir.Namer()
+
+    def splat(constant: ir.Operation) -> str | None:
+        element = str(constant.results[0].type)
+        if "<" in element:
+            return None
+        name = fresh("k")
+        lines.extend(
+            [f"{name}s = arith.constant {constant.attributes['value']}", f"{name} = vector.broadcast {name}s : {element} to {row_program.vector(element)}"]
+        )
+        return name
+
+    steps = _body(producer)
+    for op in steps[:-1]:
+        if op.name.split(".")[0] not in ("arith", "math") or len(op.results) != 1 or len(op.regions):
+            return None
+        if op.name == "arith.constant":
+            name = splat(op)
+            if name is None:
+                return None
+            names[op.results[0]] = name
+            continue
+        operands = []
+        for value in op.operands:
+            if value not in names:
+                constant = _producer(value)
+                name = splat(constant) if _name(constant) == "arith.constant" else None
+                if name is None:
+                    return None
+                names[value] = name
+            operands.append(names[value])
+        element = str(op.results[0].type)
+        if "<" in element:
+            return None
+        result = fresh("v")
+        attributes = ", ".join(f"{name} = {value}" for name, value in _attributes(op))
+        types = ", ".join(row_program.vector(str(value.type)) for value in op.operands)
+        lines.append(f'{result} = "{op.name}"({", ".join(operands)}) {{{attributes}}} : ({types}) -> {row_program.vector(element)}')
+        names[op.results[0]] = result
+    yielded = steps[-1].operands[0]
+    if yielded not in names or str(yielded.type) != "f32":
+        return None
+    return lines, names[yielded]
+
+
+def _collapsed(name: str, value: ir.Value, shape: list[int], lines: list[str]) -> str:
+    """`name` (of `value`'s static type) as a tensor of `shape`, its leading dimensions merged (a
+    line added to `lines` where the shapes differ)."""
+    source = _shape(value)
+    if source == shape:
+        return name
+    lead = len(source) - (len(shape) - 1)
+    groups = [list(range(lead))] + [[axis] for axis in range(lead, len(source))]
+    lines.append(f"{name}c = tensor.collapse_shape {name} {groups} : {value.type} into tensor<{mlir.dims(shape)}x{_element(value)}>")
+    return f"{name}c"
 
 
 def _user(use: Any) -> ir.Operation:

@@ -1,34 +1,47 @@
 // RUN: python -m kiln.compiler.cpu_kernels %s | filecheck %s
 // RUN: python -m kiln.compiler.cpu_kernels %s --report | filecheck %s --check-prefix=REPORT
 
-// A layer norm as kiln's linalg has it, its input made by a GELU, no affine parameters: its
-// statistics and normalization become one dispatch of the row layer norm (eps as its f32 bits,
-// 1e-5 = 925353388; flags 0: no weight, no bias); the GELU stays IREE's.
-// CHECK-LABEL: stream.executable private @kiln_cpu_kernels
-// CHECK:         stream.executable.export public @layer_norm_f32
-// CHECK-NOT:     stream.executable.export public @moments_f32
+// A layer norm as kiln's linalg has it, its input made by a GELU times a per-row scale, no affine
+// parameters: the GELU is the layer norm's alone, so layer norm and GELU become one row program,
+// whose row loop computes the GELU's body on vectors (a row read per element, the scale once per
+// row) into a row buffer, then the statistics and the normalization from there.
 // CHECK-LABEL: func.func private @kiln_cpu_layer_norm_0(
-// CHECK-SAME:      %{{.*}}: tensor<2x8x32xf32>{{.*}}) -> tensor<2x8x32xf32>
-// CHECK:         arith.constant 925353388 : index
-// CHECK:         flow.dispatch @kiln_cpu_kernels::@layer_norm_f32{{.*}} : (tensor<16x32xf32>, tensor<1xf32>, tensor<1xf32>, index, index, index, index, index, index, index) -> tensor<16x32xf32>
+// CHECK-SAME:      %[[A:.*]]: tensor<2x8x32xf32>{{.*}}, %[[G:.*]]: tensor<2x8x1xf32>{{.*}}) -> tensor<2x8x32xf32>
+// CHECK-DAG:     %[[A2:.*]] = tensor.collapse_shape %[[A]] {{\[\[}}0, 1], [2]] : tensor<2x8x32xf32> into tensor<16x32xf32>
+// CHECK-DAG:     %[[G2:.*]] = tensor.collapse_shape %[[G]] {{\[\[}}0, 1, 2]] : tensor<2x8x1xf32> into tensor<16xf32>
+// CHECK:         flow.dispatch @kiln_row_program_0::@kiln_row_program_0[%{{.*}}](%[[A2]], %[[G2]]) : (tensor<16x32xf32>, tensor<16xf32>) -> tensor<16x32xf32>
+// CHECK-LABEL: stream.executable private @kiln_row_program_0
+// CHECK:         memref.alloca() : memref<32xf32>
+// CHECK:         scf.for %[[R:[a-z0-9_]+]] = %
+// CHECK:           %[[S:.*]] = memref.load %{{.*}}[%[[R]]] : memref<16xf32>
+// CHECK:           %[[SV:.*]] = vector.broadcast %[[S]] : f32 to vector<16xf32>
+// CHECK:           scf.for %[[C:[a-z0-9_]+]] = %
+// CHECK:             %[[V:.*]] = vector.load %{{.*}}[%[[R]], %[[C]]] : memref<16x32xf32>, vector<16xf32>
+// CHECK:             %[[E:.*]] = math.erf %[[V]] : vector<16xf32>
+// CHECK:             arith.mulf %{{.*}}, %[[SV]] : vector<16xf32>
+// CHECK:             vector.store %{{.*}}, %{{.*}}[%[[C]]] : memref<32xf32>, vector<16xf32>
+// CHECK:           vector.reduction <add>
+// CHECK:           vector.fma
+// CHECK:           math.rsqrt %{{.*}} : f32
+// CHECK:             vector.store %{{.*}}, %{{.*}}[%[[R]], %{{.*}}] : memref<16x32xf32>, vector<16xf32>
+// CHECK-NOT:   kiln_cpu_kernels
 // CHECK-LABEL: func.func @layer_norm(
-// CHECK:         math.erf
-// CHECK:         %[[Y:.*]] = call @kiln_cpu_layer_norm_0(%{{.*}})
-// CHECK-NOT:     math.rsqrt
+// CHECK:         %[[Y:.*]] = call @kiln_cpu_layer_norm_0(%arg0, %arg1)
 // CHECK:         return %[[Y]]
-// REPORT:      | layer norm 2x8x32 -> f32 | kiln | {{.*}} row layer norm of kiln_rows.c |
+// REPORT:      | layer norm 2x8x32 -> f32 | kiln | {{.*}} row program: the layer norm and its elementwise producer (3 ops) in one dispatch |
 #id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #row = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
-func.func @layer_norm(%a: tensor<2x8x32xf32>) -> tensor<2x8x32xf32> {
+func.func @layer_norm(%a: tensor<2x8x32xf32>, %g: tensor<2x8x1xf32>) -> tensor<2x8x32xf32> {
   %zero = arith.constant 0.0 : f32
   %half = arith.constant 0.5 : f32
   %n = arith.constant 32.0 : f32
   %eps = arith.constant 1.0e-5 : f32
   %e3 = tensor.empty() : tensor<2x8x32xf32>
-  %x = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a : tensor<2x8x32xf32>) outs(%e3 : tensor<2x8x32xf32>) {
-  ^bb0(%v: f32, %o: f32):
+  %x = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a, %g : tensor<2x8x32xf32>, tensor<2x8x1xf32>) outs(%e3 : tensor<2x8x32xf32>) {
+  ^bb0(%v: f32, %gv: f32, %o: f32):
     %e = math.erf %v : f32
-    %r = arith.mulf %e, %half : f32
+    %h = arith.mulf %e, %half : f32
+    %r = arith.mulf %h, %gv : f32
     linalg.yield %r : f32
   } -> tensor<2x8x32xf32>
   %e1 = tensor.empty() : tensor<2x8x1xf32>
@@ -77,18 +90,23 @@ func.func @layer_norm(%a: tensor<2x8x32xf32>) -> tensor<2x8x32xf32> {
 // -----
 
 // A bf16 model's layer norm: x read as bf16 and widened in each generic, statistics in f32, a bf16
-// weight and bias, the result rounded to bf16. The kernel takes the widened x and the parameters
-// widened to f32 (constants: IREE folds that), and rounds its result to bf16 itself (flags 3).
+// weight and bias, the result rounded to bf16. The widening is the row program's producer: it reads
+// x in bf16; the parameters are widened to f32 (constants: IREE folds that), and the program rounds
+// its result to bf16.
 // CHECK-LABEL: func.func private @kiln_cpu_layer_norm_0(
-// CHECK-SAME:      %{{.*}}: tensor<4x32xf32>{{.*}}, %[[W:.*]]: tensor<32xbf16>{{.*}}, %[[B:.*]]: tensor<32xbf16>{{.*}}) -> tensor<4x32xbf16>
+// CHECK-SAME:      %[[A:.*]]: tensor<4x32xbf16>{{.*}}, %[[W:.*]]: tensor<32xbf16>{{.*}}, %[[B:.*]]: tensor<32xbf16>{{.*}}) -> tensor<4x32xbf16>
 // CHECK:         arith.extf %{{.*}} : bf16 to f32
 // CHECK:         arith.extf %{{.*}} : bf16 to f32
-// CHECK:         %[[FLAGS:.*]] = arith.constant 3 : index
-// CHECK:         flow.dispatch @kiln_cpu_kernels::@layer_norm_bf16{{.*}}(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FLAGS]], {{.*}} : (tensor<4x32xf32>, tensor<32xf32>, tensor<32xf32>, index, index, index, index, index, index, index) -> tensor<4x32xbf16>
+// CHECK:         flow.dispatch @kiln_row_program_0::@kiln_row_program_0{{.*}}(%[[A]], %{{.*}}, %{{.*}}) : (tensor<4x32xbf16>, tensor<32xf32>, tensor<32xf32>) -> tensor<4x32xbf16>
+// CHECK-LABEL: stream.executable private @kiln_row_program_0
+// CHECK:         vector.load %{{.*}} : memref<4x32xbf16>, vector<16xbf16>
+// CHECK:         arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
+// CHECK:         arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK:         vector.store %{{.*}} : memref<4x32xbf16>, vector<16xbf16>
 // CHECK-LABEL: func.func @bf16_affine(
-// CHECK:         %[[Y:.*]] = call @kiln_cpu_layer_norm_0(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<4x32xf32>, tensor<32xbf16>, tensor<32xbf16>) -> tensor<4x32xbf16>
+// CHECK:         %[[Y:.*]] = call @kiln_cpu_layer_norm_0(%arg0, %arg1, %arg2) : (tensor<4x32xbf16>, tensor<32xbf16>, tensor<32xbf16>) -> tensor<4x32xbf16>
 // CHECK:         return %[[Y]]
-// REPORT:      | layer norm 4x32 + weight and bias -> bf16 | kiln | {{.*}} row layer norm of kiln_rows.c |
+// REPORT:      | layer norm 4x32 + weight and bias -> bf16 | kiln | {{.*}} row program: the layer norm and its elementwise producer (1 op) in one dispatch |
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0, 0)>
 #col = affine_map<(d0, d1) -> (d1)>
@@ -155,19 +173,26 @@ func.func @bf16_affine(%a: tensor<4x32xbf16>, %w: tensor<32xbf16>, %b: tensor<32
 
 // -----
 
-// A residual add into the layer norm, as kiln's fusion leaves it: the sum is made once for the
-// mean, and added again at the start of the squares' and the normalization's generics. The kernel
-// takes the sum; the normalization's generic goes, the sum's stays.
+// A residual add into the layer norm whose sum is a result too (the residual stream goes on), as
+// kiln's fusion leaves it: the sum is made once, for the mean and the result, and added again at the
+// start of the squares' and the normalization's generics. The C layer norm takes the sum (a row
+// program would add again); the normalization's generic goes, the sum's stays. The layer norm's
+// flags say its bias alone (2).
+// CHECK-LABEL: stream.executable private @kiln_cpu_kernels
+// CHECK:         stream.executable.export public @layer_norm_f32
+// CHECK-LABEL: func.func private @kiln_cpu_layer_norm_0(
+// CHECK:         %[[FLAGS:.*]] = arith.constant 2 : index
+// CHECK:         flow.dispatch @kiln_cpu_kernels::@layer_norm_f32{{.*}}(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[FLAGS]], {{.*}} : (tensor<4x32xf32>, tensor<1xf32>, tensor<32xf32>, index, index, index, index, index, index, index) -> tensor<4x32xf32>
 // CHECK-LABEL: func.func @residual(
 // CHECK:         %[[X:.*]] = linalg.generic {{.*}} ins(%arg0, %arg1 :
 // CHECK:         %[[Y:.*]] = call @kiln_cpu_layer_norm_0(%[[X]], %arg2) : (tensor<4x32xf32>, tensor<32xf32>) -> tensor<4x32xf32>
 // CHECK-NOT:     math.rsqrt
-// CHECK:         return %[[Y]]
+// CHECK:         return %[[Y]], %[[X]]
 // REPORT:      | layer norm 4x32 + bias -> f32 | kiln | {{.*}} row layer norm of kiln_rows.c |
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0, 0)>
 #col = affine_map<(d0, d1) -> (d1)>
-func.func @residual(%a: tensor<4x32xf32>, %res: tensor<4x32xf32>, %b: tensor<32xf32>) -> tensor<4x32xf32> {
+func.func @residual(%a: tensor<4x32xf32>, %res: tensor<4x32xf32>, %b: tensor<32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>) {
   %zero = arith.constant 0.0 : f32
   %n = arith.constant 32.0 : f32
   %eps = arith.constant 1.0e-5 : f32
@@ -220,7 +245,7 @@ func.func @residual(%a: tensor<4x32xf32>, %res: tensor<4x32xf32>, %b: tensor<32x
     %n2 = arith.addf %n1, %bv : f32
     linalg.yield %n2 : f32
   } -> tensor<4x32xf32>
-  return %y : tensor<4x32xf32>
+  return %y, %x : tensor<4x32xf32>, tensor<4x32xf32>
 }
 
 // -----
