@@ -10,25 +10,25 @@ there. The body is the producer's own arith and math ops, so IREE lowers them (i
 rounding) exactly as in the elementwise dispatch it replaces.
 
 Each program is its own `stream.executable` whose one export has the executable's name (IREE links
-every executable of a module into one, where export names must differ); the rewrite (rewrite.py) decides which
-producers qualify and translates their bodies.
+every executable of a module into one, where export names must differ); the rewrite (rewrite.py)
+decides which producers qualify and translates their bodies.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .mlir import Namer, f32_bits, rows_per_workgroup
+from .mlir import Namer, dims, f32_bits, rows_per_workgroup
 
 WIDTH = 16  # f32 lanes of an AVX-512 register
 # The row buffer is on the worker's stack: IREE refuses static allocations over 32 KiB by default.
 MAX_COLS = 4096
-READS = ("element", "column", "row")  # an input's value per element, per column (broadcast), per row
 
 
 @dataclass(frozen=True)
 class Input:
-    """One input of the producer: `reads` one of READS ([rows][cols], [cols] or [rows]), of `element`."""
+    """One input of the producer, of `element`: `reads` "element" (its value per element, [rows][cols]),
+    "column" (per column, broadcast over the rows: [cols]) or "row" (per row: [rows])."""
 
     reads: str
     element: str
@@ -62,11 +62,11 @@ def vector(element: str) -> str:
 
 
 def _memref(shape: list[int], element: str) -> str:
-    return f"memref<{'x'.join(map(str, shape))}x{element}>"
+    return f"memref<{dims(shape)}x{element}>"
 
 
 def _tensor(shape: list[int], element: str) -> str:
-    return f"tensor<{'x'.join(map(str, shape))}x{element}>"
+    return f"tensor<{dims(shape)}x{element}>"
 
 
 def _bindings(program: LayerNormProgram) -> list[tuple[str, list[int], str]]:
