@@ -219,6 +219,47 @@ def test_softmaxes_on_the_row_kernel_match_eager() -> None:
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5, equal_nan=True)
 
 
+class BiasedAttention(nn.Module):
+    """Causal attention and attention with an additive mask (a row of it fully masked), and a Linear
+    after the latter (which makes it a bf16 model for the rewrite: one with bf16 contractions)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(32, 32)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        causal = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        biased = nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+        return causal, biased, self.proj(biased)
+
+
+@needs_avx512_bf16
+def test_bf16_attention_s_softmax_is_rounded_to_bf16_by_the_row_kernel() -> None:
+    """In a bf16 model's attention the row softmax writes bf16, which P @ V on kiln's kernel takes as
+    it is (the rounding it did after the softmax before), where P @ V is its only reader; outputs
+    match eager's bf16 attention, a fully masked row zeros."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 64, 32).to(BF16) for _ in range(3))
+    bias = torch.randn(64, 64)
+    bias[7] = -torch.inf
+    inputs = (q, k, v, bias.to(BF16))
+    model = BiasedAttention().to(BF16)
+    compiled = kiln.compile(model, inputs)
+    softmaxes = sorted((r["contraction"], r["why"]) for r in compiled.manifest.kernels if r["contraction"].startswith("softmax"))
+    # The additive mask's softmax is read by IREE's select too (its safe-softmax test is not the one
+    # the rewrite matches), so it stays f32; the causal one feeds P @ V alone.
+    assert softmaxes == [
+        ("softmax 2x3x64x64", "row softmax of kiln_rows.c"),
+        ("softmax 2x3x64x64 + mask 64x64", "row softmax of kiln_rows.c, fully masked rows zeros (safe softmax), rounded to bf16 for attention's P @ V"),
+    ], softmaxes
+    with torch.no_grad():
+        want = model(*inputs)
+    got = compiled(*inputs)
+    assert torch.equal(got[1][:, :, 7], torch.zeros_like(got[1][:, :, 7]))
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a.float(), b.float(), rtol=1.6e-2, atol=2e-2)
+
+
 class Norms(nn.Module):
     """A GELU times a per-row scale into a layer norm of 1024, and a tanh into another (two row
     programs, the GELU and the tanh each the norm's alone); a residual add into a layer norm of 37 values (tails) without a weight (the C layer norm:

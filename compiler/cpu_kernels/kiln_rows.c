@@ -6,7 +6,8 @@
 //   over [batch, heads, 1024, 1024] in three passes over the scores, reducing each 16-wide vector
 //   horizontally (a GPT-2 block's largest IREE dispatch on the 16-core host). "Safe", a fully masked
 //   row gives zeros, as PyTorch's attention does (IREE's pass over the scores that finds such rows
-//   then goes).
+//   then goes). Stored as f32, or rounded to bf16 where a bf16 model's attention rounds it anyway
+//   before its second matmul (half the bytes written, and no pass of IREE's to round them).
 // - moments: a layer norm's mean[r] = sum(x[r]) / n and rstd[r] = 1 / sqrt(sum((x[r] - mean)^2) / n
 //   + eps). IREE fuses the normalized value's producer into each of its reductions and computes it
 //   again in every pass (a GELU's erf three times); here the producer is computed once, by IREE,
@@ -54,7 +55,9 @@ TARGET static inline __m512 scores(const float* x, const float* b, size_t c, __m
   return b ? _mm512_maskz_add_ps(k, s, _mm512_maskz_loadu_ps(k, b + c)) : s;
 }
 
-TARGET static void softmax_row(const float* x, const float* b, float* y, size_t cols, int safe) {
+// The row's exponentials exp(s - max) into e (y's f32 row, or a scratch row where y is bf16);
+// returns their sum, or 0 for a safe row whose scores are all -inf (e then holds zeros).
+TARGET static float softmax_exps(const float* x, const float* b, float* e, size_t cols, int safe) {
   const __m512 minus_inf = _mm512_set1_ps(-__builtin_inff());
   __m512 top = minus_inf;
   __mmask16 unmasked = 0;  // lanes that saw a score other than -inf (NaN included)
@@ -65,21 +68,27 @@ TARGET static void softmax_row(const float* x, const float* b, float* y, size_t 
     unmasked |= _mm512_mask_cmp_ps_mask(k, s, minus_inf, _CMP_NEQ_UQ);
   }
   if (safe && !unmasked) {  // every score -inf: zeros, as PyTorch's safe softmax (attention) gives
-    for (size_t c = 0; c < cols; c += 16) _mm512_mask_storeu_ps(y + c, lanes(cols - c), _mm512_setzero_ps());
-    return;
+    for (size_t c = 0; c < cols; c += 16) _mm512_mask_storeu_ps(e + c, lanes(cols - c), _mm512_setzero_ps());
+    return 0.0f;
   }
   const __m512 m = _mm512_set1_ps(_mm512_reduce_max_ps(top));
   __m512 sum = _mm512_setzero_ps();
   for (size_t c = 0; c < cols; c += 16) {
     const __mmask16 k = lanes(cols - c);
-    const __m512 e = exp_ps(_mm512_sub_ps(scores(x, b, c, k), m));
-    _mm512_mask_storeu_ps(y + c, k, e);
-    sum = _mm512_mask_add_ps(sum, k, sum, e);
+    const __m512 v = exp_ps(_mm512_sub_ps(scores(x, b, c, k), m));
+    _mm512_mask_storeu_ps(e + c, k, v);
+    sum = _mm512_mask_add_ps(sum, k, sum, v);
   }
-  const __m512 total = _mm512_set1_ps(_mm512_reduce_add_ps(sum));
+  return _mm512_reduce_add_ps(sum);
+}
+
+TARGET static void softmax_row(const float* x, const float* b, float* y, size_t cols, int safe) {
+  const float total = softmax_exps(x, b, y, cols, safe);
+  if (total == 0.0f) return;
+  const __m512 t = _mm512_set1_ps(total);
   for (size_t c = 0; c < cols; c += 16) {
     const __mmask16 k = lanes(cols - c);
-    _mm512_mask_storeu_ps(y + c, k, _mm512_div_ps(_mm512_maskz_loadu_ps(k, y + c), total));
+    _mm512_mask_storeu_ps(y + c, k, _mm512_div_ps(_mm512_maskz_loadu_ps(k, y + c), t));
   }
 }
 
@@ -124,6 +133,17 @@ TARGET static inline __m256i to_bf16(__m512 v) {
   return _mm512_cvtepi32_epi16(rounded);
 }
 
+// 16 values rounded to bf16 and stored at y16 + c, the row's tail (cols - c < 16) included.
+TARGET static inline void store_bf16(uint16_t* y16, size_t c, size_t cols, __m512 v) {
+  if (cols - c >= 16) {
+    _mm256_storeu_si256((__m256i*)(y16 + c), to_bf16(v));
+  } else {  // VPMOVDW's masked store needs AVX512BW
+    uint16_t tail[16];
+    _mm256_storeu_si256((__m256i*)tail, to_bf16(v));
+    for (size_t i = 0; c + i < cols; ++i) y16[c + i] = tail[i];
+  }
+}
+
 TARGET static void layer_norm_row(const float* x, const float* w, const float* b, float* y32, uint16_t* y16,
                                   size_t cols, float eps, unsigned flags) {
   float m, r;
@@ -132,32 +152,55 @@ TARGET static void layer_norm_row(const float* x, const float* w, const float* b
   for (size_t c = 0; c < cols; c += 16) {
     const __mmask16 k = lanes(cols - c);
     const __m512 v = normalized(x, w, b, c, k, mean, rstd, flags);
-    if (y32) {
+    if (y32)
       _mm512_mask_storeu_ps(y32 + c, k, v);
-    } else if (k == 0xFFFF) {
-      _mm256_storeu_si256((__m256i*)(y16 + c), to_bf16(v));
-    } else {  // the row's tail: VPMOVDW's masked store needs AVX512BW
-      uint16_t tail[16];
-      _mm256_storeu_si256((__m256i*)tail, to_bf16(v));
-      for (size_t i = 0; c + i < cols; ++i) y16[c + i] = tail[i];
-    }
+    else
+      store_bf16(y16, c, cols, v);
   }
+}
+
+// The softmax rounded to bf16 (as arith.truncf rounds), its exponentials in `scratch` (cols floats).
+TARGET static void softmax_row_bf16(const float* x, const float* b, uint16_t* y, float* scratch, size_t cols, int safe) {
+  const float total = softmax_exps(x, b, scratch, cols, safe);
+  const __m512 t = _mm512_set1_ps(total == 0.0f ? 1.0f : total);  // a safe row's zeros stay zeros
+  for (size_t c = 0; c < cols; c += 16)
+    store_bf16(y, c, cols, _mm512_div_ps(_mm512_maskz_loadu_ps(lanes(cols - c), scratch + c), t));
 }
 
 // The IREE workgroup functions: bareptr memrefs (base + element offset), then scalars; workgroup wx
 // takes rows [wx * per_workgroup, +per_workgroup). They return 0 (see kiln_amx.c).
 // safe: a row whose scores are all -inf (fully masked) gives zeros instead of NaN.
+// The softmax of rows [wx * per_workgroup, +per_workgroup), into y32 (f32) or y16 (bf16; rows of at
+// most SOFTMAX_BF16_MAX_COLS, whose exponentials go through a scratch row on the stack).
+#define SOFTMAX_BF16_MAX_COLS 8192
+static int softmax_rows(const float* x, const float* b, float* y32, uint16_t* y16, size_t rows, size_t cols,
+                        size_t bias_rows, size_t safe, size_t per_workgroup, size_t wx) {
+  float scratch[SOFTMAX_BF16_MAX_COLS];
+  if (y16 && cols > SOFTMAX_BF16_MAX_COLS) return 1;
+  const size_t begin = wx * per_workgroup;
+  const size_t end = begin + per_workgroup < rows ? begin + per_workgroup : rows;
+  for (size_t r = begin; r < end; ++r) {
+    const float* bias = bias_rows ? b + (r % bias_rows) * cols : NULL;
+    if (y32)
+      softmax_row(x + r * cols, bias, y32 + r * cols, cols, safe != 0);
+    else
+      softmax_row_bf16(x + r * cols, bias, y16 + r * cols, scratch, cols, safe != 0);
+  }
+  return 0;
+}
+
 int kiln_softmax_f32_workgroup(const float* restrict x, size_t x_off, const float* restrict b, size_t b_off,
                                float* restrict y, size_t y_off, size_t rows, size_t cols, size_t bias_rows,
                                size_t safe, size_t per_workgroup, size_t wx, const uint64_t* processor_data) {
   (void)processor_data;
-  const size_t begin = wx * per_workgroup;
-  const size_t end = begin + per_workgroup < rows ? begin + per_workgroup : rows;
-  for (size_t r = begin; r < end; ++r) {
-    const float* bias = bias_rows ? b + b_off + (r % bias_rows) * cols : NULL;
-    softmax_row(x + x_off + r * cols, bias, y + y_off + r * cols, cols, safe != 0);
-  }
-  return 0;
+  return softmax_rows(x + x_off, b + b_off, y + y_off, NULL, rows, cols, bias_rows, safe, per_workgroup, wx);
+}
+
+int kiln_softmax_bf16_workgroup(const float* restrict x, size_t x_off, const float* restrict b, size_t b_off,
+                                uint16_t* restrict y, size_t y_off, size_t rows, size_t cols, size_t bias_rows,
+                                size_t safe, size_t per_workgroup, size_t wx, const uint64_t* processor_data) {
+  (void)processor_data;
+  return softmax_rows(x + x_off, b + b_off, NULL, y + y_off, rows, cols, bias_rows, safe, per_workgroup, wx);
 }
 
 // eps is passed as the bits of an f32 (every scalar argument is an index).

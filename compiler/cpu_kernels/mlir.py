@@ -1,7 +1,7 @@
 """MLIR text for the kernel inside an IREE module: the executable, the weight packing, the dispatch.
 
 The executable is a `stream.executable` whose exports, `conv_bf16` and `conv_f32` (one per element
-type the module uses) and the row kernels `softmax_f32`, `moments_f32` and `layer_norm_<out>` (where taken), call the kernels' workgroup
+type the module uses) and the row kernels `softmax_<out>`, `moments_f32` and `layer_norm_<out>` (where taken), call the kernels' workgroup
 functions from the linked objects (`hal.executable.objects`; IREE links them into the artifact's own
 code). Everything else is plain tensor/linalg/flow text that iree-compile 3.13 reads as input, next
 to kiln's linalg: the packing of a weight into the kernel's tile layout is linalg on the weight's
@@ -95,11 +95,15 @@ def _row_kernel(name: str, bindings: tuple[tuple[str, str, str], ...], scalars: 
 
 _ROW_KERNELS = {
     # scores [rows][cols], an additive bias [bias_rows][cols] for rows r % bias_rows (bias_rows 0: none;
-    # the binding then holds one unused element), result [rows][cols]; safe 1: fully masked rows give zeros
-    "softmax": _row_kernel(
-        "softmax_f32", (("x", "f32", "%n"), ("b", "f32", "%bsize"), ("y", "f32", "%n")),
-        ("rows", "cols", "brows", "safe", "per"), ("bsize",),
-    ),
+    # the binding then holds one unused element), result [rows][cols] in f32 or bf16 (rows of at most
+    # SOFTMAX_BF16_MAX_COLS); safe 1: fully masked rows give zeros
+    **{
+        f"softmax_{out}": _row_kernel(
+            f"softmax_{out}", (("x", "f32", "%n"), ("b", "f32", "%bsize"), ("y", out, "%n")),
+            ("rows", "cols", "brows", "safe", "per"), ("bsize",),
+        )
+        for out in ("f32", "bf16")
+    },
     # a layer norm's statistics: x [rows][cols] -> mean [rows], rstd [rows]; eps as f32 bits
     "moments": _row_kernel(
         "moments_f32", (("x", "f32", "%n"), ("m", "f32", "%rows"), ("r", "f32", "%rows")), ("rows", "cols", "eps", "per")
@@ -114,6 +118,8 @@ _ROW_KERNELS = {
         for out in ("f32", "bf16")
     },
 }  # fmt: skip
+# The longest row the bf16 softmax takes (kiln_rows.c: its scratch row on the stack).
+SOFTMAX_BF16_MAX_COLS = 8192
 # The layer norm's flags (kiln_rows.c): which affine parameters it has.
 LAYER_NORM_WEIGHT, LAYER_NORM_BIAS = 1, 2
 # Rows a row kernel's workgroup takes: about this many bytes of input, and at least 16 workgroups.
@@ -187,10 +193,11 @@ def moments_dispatch(x: str, rows: int, cols: int, eps: float, fresh: Namer) -> 
 
 
 def softmax_dispatch(
-    x: str, bias: str | None, rows: int, cols: int, bias_rows: int, safe: bool, fresh: Namer
+    x: str, bias: str | None, rows: int, cols: int, bias_rows: int, safe: bool, out: str, fresh: Namer
 ) -> tuple[list[str], str]:
     """Lines dispatching the row softmax on `x` [rows][cols] (f32) with `bias` [bias_rows][cols] or
-    none, fully masked rows giving zeros where `safe`; returns (lines, the [rows][cols] result)."""
+    none, fully masked rows giving zeros where `safe`; returns (lines, the [rows][cols] result in
+    `out`, f32 or bf16)."""
     per = rows_per_workgroup(rows, cols)
     lines: list[str] = []
     scores = (x, f"tensor<{rows}x{cols}xf32>")
@@ -199,7 +206,7 @@ def softmax_dispatch(
         "gx": -(-rows // per), "rows": rows, "cols": cols, "brows": bias_rows, "safe": int(safe), "per": per,
         "bsize": bias_rows * cols or 1,
     }  # fmt: skip
-    dispatch, y = _row_dispatch("softmax_f32", [scores, mask], values, (f"tensor<{rows}x{cols}xf32>",), fresh)
+    dispatch, y = _row_dispatch(f"softmax_{out}", [scores, mask], values, (f"tensor<{rows}x{cols}x{out}>",), fresh)
     return lines + dispatch, y
 
 

@@ -256,12 +256,12 @@ class _Rewriter:
 
         deviations: list[ir.Operation] = []
         self.module.operation.walk(visit)
-        rows = (("softmax",) if self._softmaxes(divisions) else ()) + self._layer_norms(deviations)
         # A module with bf16 contractions is a bf16 model: its f32 contractions (attention's, on f32
         # values kiln computed from bf16 ones) are listed too. Other models are f32 models.
         poolings = [op for op in ops if op.name in POOLINGS]
         ops = [op for op in ops if op.name not in POOLINGS]
         self.element = "bf16" if any(_involves_bf16(op) for op in ops) else "f32"
+        rows = self._softmaxes(divisions) + self._layer_norms(deviations)
         if not ops or (self.element == "bf16" and not self.isa.bf16):
             if rows:
                 self._add(mlir.executable((), rows))
@@ -293,21 +293,44 @@ class _Rewriter:
         for child in list(snippet.body.operations):
             child.operation.move_before(first)
 
-    def _replace(self, op: ir.Operation, name: str, operands: list[ir.Value], definition: str) -> None:
-        """Define private function `name` and call it with `operands` in place of `op`."""
+    def _replace(self, op: ir.Operation, name: str, operands: list[ir.Value], definition: str, narrow: str | None = None) -> None:
+        """Define private function `name` and call it with `operands` in place of `op`; where the
+        function returns `narrow` (a bf16 type of op's shape), its result widened to op's type."""
         self._add(definition)
         with ir.InsertionPoint(op), op.location:
-            call = func.CallOp([op.results[0].type], ir.FlatSymbolRefAttr.get(name), operands)
-        op.results[0].replace_all_uses_with(call.results[0])
+            call = func.CallOp([ir.Type.parse(narrow) if narrow else op.results[0].type], ir.FlatSymbolRefAttr.get(name), operands)
+        value = call.results[0]
+        if narrow:
+            value = self._widen(value, op)
+        op.results[0].replace_all_uses_with(value)
         op.erase()
+
+    def _widen(self, value: ir.Value, before: ir.Operation) -> ir.Value:
+        """A generic widening bf16 `value` to f32, put before `before`: a plain extf, which the
+        contractions' rewrite sees through (_widened_from_bf16)."""
+        shape = _shape(value)
+        lines = _widened("%v", "%w", shape, "bf16")
+        snippet = ir.Module.parse(
+            f"func.func @widen(%v: {value.type}) -> tensor<{mlir.dims(shape)}xf32> {{\n" + "\n".join(lines) + "\nreturn %w : " + f"tensor<{mlir.dims(shape)}xf32>\n}}",
+            self.module.context,
+        )
+        block = snippet.body.operations[0].regions[0].blocks[0]
+        ops = list(block.operations)
+        ops[-1].erase()  # the return
+        block.arguments[0].replace_all_uses_with(value)
+        for op in ops[:-1]:
+            op.move_before(before)
+        return ops[-2].results[0]
 
     def _function_name(self, kind: str) -> str:
         return f"kiln_cpu_{kind}_{self.taken}"
 
     # -- softmax
 
-    def _softmaxes(self, divisions: list[ir.Operation]) -> int:
-        """Route each division that ends a row softmax to the row softmax kernel; returns how many."""
+    def _softmaxes(self, divisions: list[ir.Operation]) -> tuple[str, ...]:
+        """Route each division that ends a row softmax to the row softmax kernel; returns the kernels
+        used (softmax_f32, softmax_bf16)."""
+        used: dict[str, None] = {}
         count = 0
         for division in divisions:
             chain = _softmax_chain(division)
@@ -316,24 +339,49 @@ class _Rewriter:
             x, bias = chain
             safe = _safe_select(division.results[0], x, bias)
             flat = _Rows(x)
+            # In bf16 attention kiln's kernel rounds the probabilities to bf16 for P @ V, as eager's
+            # bf16 attention has them: the softmax rounds them itself, widened back to f32 for the
+            # module's f32 uses, which _attention sees through.
+            out = "bf16" if self._rounded_by_attention((safe or division).results[0]) else "f32"
             bias_rows = _shape(bias)[0] if bias is not None else 0
             fresh = mlir.Namer()
             body = [flat.collapsed("%x")]
-            lines, y = mlir.softmax_dispatch("%x2", "%b" if bias is not None else None, flat.rows, flat.cols, bias_rows, safe is not None, fresh)
+            lines, y = mlir.softmax_dispatch("%x2", "%b" if bias is not None else None, flat.rows, flat.cols, bias_rows, safe is not None, out, fresh)
             body += lines
-            out = str(division.results[0].type)
-            body += [flat.expanded(y, "f32", out), f"return %r : {out}"]
+            result = _retyped(division.results[0].type, out)
+            body += [flat.expanded(y, out, result), f"return %r : {result}"]
             name = f"kiln_cpu_softmax_{count}"
             label = mlir.dims(flat.shape) + (f" + mask {bias_rows}x{flat.cols}" if bias is not None else "")
             arguments = f"%x: {x.type}" + (f", %b: {bias.type}" if bias is not None else "")
-            self._replace(division, name, [x, bias] if bias is not None else [x], _function(name, arguments, out, body))
+            definition = _function(name, arguments, result, body)
+            self._replace(division, name, [x, bias] if bias is not None else [x], definition, result if out == "bf16" else None)
             if safe is not None:  # the kernel's zeros: the select, and the pass over the scores before it, go
                 safe.results[0].replace_all_uses_with(safe.operands[2])
                 safe.erase()
             how = "row softmax of kiln_rows.c" + (", fully masked rows zeros (safe softmax)" if safe is not None else "")
+            how += ", rounded to bf16 for attention's P @ V" if out == "bf16" else ""
             self.decisions.append(Decision("softmax", label, "kiln", how, element="f32"))
+            used[f"softmax_{out}"] = None
             count += 1
-        return count
+        return tuple(used)
+
+    def _rounded_by_attention(self, probabilities: ir.Value) -> bool:
+        """Whether every use of `probabilities` (through reshapes) is the left operand of a batch matmul
+        of two activations that kiln's kernel takes in a bf16 model with bf16 attention, rounding it
+        to bf16 (`_attention`); rows of at most SOFTMAX_BF16_MAX_COLS."""
+        if self.element != "bf16" or not self.attention or _shape(probabilities)[-1] > mlir.SOFTMAX_BF16_MAX_COLS:
+            return False
+        values, uses = [probabilities], 0
+        while values:
+            value = values.pop()
+            for use in value.uses:
+                user = _user(use)
+                uses += 1
+                if user.name in ("tensor.collapse_shape", "tensor.expand_shape"):
+                    values.append(user.results[0])
+                elif user.name != "linalg.batch_matmul" or use.operand_number != 0 or not _attention_operands(user):
+                    return False
+        return uses > 0
 
     def _layer_norms(self, rstds: list[ir.Operation]) -> tuple[str, ...]:
         """Route each layer norm to the row kernels: with its elementwise producer as one row program
@@ -400,7 +448,7 @@ class _Rewriter:
             operands.append(value)
             affine[role] = f"%{role}"
             if _element(value) != "f32":
-                lines += _extended(f"%{role}", f"%{role}32", cols, _element(value))
+                lines += _widened(f"%{role}", f"%{role}32", [cols], _element(value))
                 affine[role] = f"%{role}32"
         return lines
 
@@ -579,16 +627,9 @@ class _Rewriter:
             raise _Skip(f"K = {k}, not a multiple of 32")
         if self.element == "f32" and (_element(a), _element(b)) != ("f32", "f32"):
             raise _Skip(f"{_element(a)} x {_element(b)}, not f32 x f32")
-        broadcast = _producer(b)
-        shared = (
-            _name(broadcast) == "linalg.generic"
-            and len(broadcast.operands) == 2
-            and _element(b) == self.element
-            and [o.name for o in _body(broadcast)] == ["linalg.yield"]
-            and "(d0, d1, d2) -> (d1, d2)" in str(broadcast.attributes["indexing_maps"])
-        )
-        if shared:
-            weight, layout = _weight_of(broadcast.operands[0])
+        shared = _shared_weight(b, self.element)
+        if shared is not None:
+            weight, layout = _weight_of(shared)
             a16, truncate = _activations(a) if self.element == "bf16" else (a, False)
             return self._gemm(op, a16, truncate, [batch, m, k], weight, layout, n, init)
         if not self.attention and self.element == "bf16":
@@ -665,11 +706,19 @@ class _Rewriter:
         strip = call.ow
         fresh = mlir.Namer()
         body, names = [], {}
-        for label, value, shape in (("a", a, [batch, m, k]), ("b", b, [batch, k, n])):
-            names[label] = f"%{label}"
-            if _element(value) != e:
+        operands = {"a": a, "b": b}
+        for label, shape in (("a", [batch, m, k]), ("b", [batch, k, n])):
+            value, names[label] = operands[label], f"%{label}"
+            narrow = _bf16_behind(value) if e == "bf16" and _element(value) != e else None
+            if narrow is not None:  # widened from bf16 (a softmax kiln rounded, a bf16 model's V): taken as it was
+                operands[label], reshape = narrow
+                if reshape is not None:
+                    body.append(_reshaped(f"%{label}", reshape, operands[label].type, f"tensor<{mlir.dims(shape)}xbf16>"))
+                    names[label] = f"%{label}_r"
+            elif _element(value) != e:
                 lines, names[label] = mlir.truncate(f"%{label}", shape, fresh)
                 body += lines
+        a, b = operands["a"], operands["b"]
         lines, packed = mlir.pack_batched(names["b"], call, fresh, e)
         body += lines
         lines, rows = mlir.pad_last(names["a"], [batch, m, k], extra, fresh, e)
@@ -1071,17 +1120,27 @@ class _Rows:
         )
 
 
-def _extended(value: str, name: str, cols: int, element: str) -> list[str]:
-    """Lines making `name`, `value` [cols] of `element` widened to f32 (a weight's: constant-folded by IREE)."""
+def _widened(value: str, name: str, shape: list[int], element: str) -> list[str]:
+    """Lines making `name`, `value` (a tensor of `shape` and `element`) widened to f32 (a weight's:
+    constant-folded by IREE)."""
+    rank = len(shape)
+    identity = f"affine_map<({', '.join(f'd{i}' for i in range(rank))}) -> ({', '.join(f'd{i}' for i in range(rank))})>"
+    parallel = ", ".join(['"parallel"'] * rank)
+    dims = mlir.dims(shape)
     return [
-        f"{name}_e = tensor.empty() : tensor<{cols}xf32>",
-        f"{name} = linalg.generic {{indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = "
-        f'["parallel"]}} ins({value} : tensor<{cols}x{element}>) outs({name}_e : tensor<{cols}xf32>) {{',
+        f"{name}_e = tensor.empty() : tensor<{dims}xf32>",
+        f"{name} = linalg.generic {{indexing_maps = [{identity}, {identity}], iterator_types = [{parallel}]}} "
+        f"ins({value} : tensor<{dims}x{element}>) outs({name}_e : tensor<{dims}xf32>) {{",
         f"^bb0(%in: {element}, %o: f32):",
         "  %wide = arith.extf %in : " + element + " to f32",
         "  linalg.yield %wide : f32",
-        f"}} -> tensor<{cols}xf32>",
+        f"}} -> tensor<{dims}xf32>",
     ]
+
+
+def _retyped(type_: ir.Type, element: str) -> str:
+    """Static tensor type `type_` with `element` in place of its own."""
+    return f"tensor<{mlir.dims(ir.RankedTensorType(type_).shape)}x{element}>"
 
 
 def _row_average(value: ir.Value) -> tuple[ir.Value, float] | None:
@@ -1241,6 +1300,53 @@ def _weight_of(b16: ir.Value) -> tuple[ir.Value, str]:
     if _name(transpose) == "linalg.transpose" and list(ir.DenseI64ArrayAttr(transpose.attributes["permutation"])) == [1, 0]:
         return transpose.operands[0], "nk"
     return b16, "kn"
+
+
+def _bf16_behind(a: ir.Value) -> tuple[ir.Value, ir.Operation | None] | None:
+    """(the bf16 tensor, the reshape after its widening or None) where f32 `a` is a plain widening of
+    a bf16 tensor, or a collapse or expand of one; None otherwise."""
+    widened = _widened_from_bf16(a)
+    if widened is not None:
+        return widened, None
+    reshape = _producer(a)
+    if _name(reshape) in ("tensor.collapse_shape", "tensor.expand_shape"):
+        widened = _widened_from_bf16(reshape.operands[0])
+        if widened is not None:
+            return widened, reshape
+    return None
+
+
+def _reshaped(source: str, reshape: ir.Operation, source_type: ir.Type, result_type: str) -> str:
+    """The line making `source`_r: `reshape` (a collapse or expand) applied to `source`, of type
+    `source_type`, giving `result_type`."""
+    groups = reshape.attributes["reassociation"]
+    if reshape.name == "tensor.collapse_shape":
+        return f"{source}_r = tensor.collapse_shape {source} {groups} : {source_type} into {result_type}"
+    shape = _shape(reshape.results[0])
+    return f"{source}_r = tensor.expand_shape {source} {groups} output_shape {shape} : {source_type} into {result_type}"
+
+
+def _shared_weight(b: ir.Value, element: str) -> ir.Value | None:
+    """The weight [K][N] of `element` that a batch matmul's right operand `b` broadcasts over the batch
+    (one GEMM), else None (b is an activation: attention's K^T or V)."""
+    broadcast = _producer(b)
+    shared = (
+        _name(broadcast) == "linalg.generic"
+        and len(broadcast.operands) == 2
+        and _element(b) == element
+        and [o.name for o in _body(broadcast)] == ["linalg.yield"]
+        and "(d0, d1, d2) -> (d1, d2)" in str(broadcast.attributes["indexing_maps"])
+    )
+    return broadcast.operands[0] if shared else None
+
+
+def _attention_operands(op: ir.Operation) -> bool:
+    """Whether `_batch_matmul` gives batch matmul `op` of a bf16 model to `_attention` (two
+    activations, static and filled, an f32 result, K a multiple of 32)."""
+    a, b, init = op.operands[0], op.operands[1], op.operands[2]
+    if not all(_static(v) and 0 not in _shape(v) for v in (a, b, init)) or _element(init) != "f32":
+        return False
+    return _shape(a)[2] % 32 == 0 and _shared_weight(b, "bf16") is None
 
 
 def _activations(a: ir.Value) -> tuple[ir.Value, bool]:

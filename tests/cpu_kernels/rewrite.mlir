@@ -140,7 +140,8 @@ func.func @linear(%x: tensor<16x32xbf16>, %x3: tensor<16x48xf32>) -> (tensor<16x
 
 // A batch matmul whose right side is one bf16 weight broadcast over the batch (a projection): one
 // GEMM over batch x M rows. Attention's batch matmul of two activations stays with IREE, unless
-// --attention rounds both operands to bf16 and packs the right one on every call.
+// --attention rounds both operands to bf16 (K, a plain widening of bf16, is taken as it was; Q,
+// squared in f32, is rounded) and packs the right one on every call.
 // CHECK-LABEL: func.func private @kiln_cpu_matmul_0(
 // CHECK-SAME:      tensor<4x8x32xbf16>{{.*}}tensor<32x64xbf16>{{.*}}-> tensor<4x8x64xf32>
 // CHECK:         tensor.collapse_shape %{{.*}} {{\[\[}}0, 1], [2]] : tensor<4x8x32xbf16> into tensor<32x32xbf16>
@@ -151,10 +152,12 @@ func.func @linear(%x: tensor<16x32xbf16>, %x3: tensor<16x48xf32>) -> (tensor<16x
 // REPORT:      | linalg.batch_matmul 4x8x32 * 4x32x64 | kiln |
 // REPORT:      | linalg.batch_matmul 4x8x64 * 4x64x8 | iree | | | | both operands are activations (attention)
 // ATTENTION-LABEL: func.func private @kiln_cpu_attention_1(
-// ATTENTION-SAME:      tensor<4x8x64xf32>{{.*}}tensor<4x64x8xf32>
-// ATTENTION-COUNT-2: arith.truncf
+// ATTENTION-SAME:      tensor<4x8x64xf32>{{.*}}tensor<4x64x8xbf16>
+// ATTENTION-COUNT-1: arith.truncf
+// ATTENTION-NOT:     arith.truncf
 // ATTENTION:         flow.dispatch @kiln_cpu_kernels::@conv_bf16{{.*}}(tensor<4x1x8x64xbf16>, tensor<4x1x2x16x16x2xbf16>,
 // ATTENTION-LABEL: func.func @projection_and_attention(
+// ATTENTION:         call @kiln_cpu_attention_1(%{{.*}}, %arg2) : (tensor<4x8x64xf32>, tensor<4x64x8xbf16>)
 // ATTENTION-NOT:     linalg.batch_matmul
 #bcast = affine_map<(d0, d1, d2) -> (d1, d2)>
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>

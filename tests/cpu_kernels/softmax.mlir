@@ -1,5 +1,6 @@
 // RUN: python -m kiln.compiler.cpu_kernels %s | filecheck %s
 // RUN: python -m kiln.compiler.cpu_kernels %s --report | filecheck %s --check-prefix=REPORT
+// RUN: python -m kiln.compiler.cpu_kernels %s --attention | filecheck %s --check-prefix=ATTENTION
 
 // Attention's softmax as kiln's linalg has it: scores plus a causal mask shared by batch and heads,
 // a max and a sum kept as size-1 dimensions. The division becomes the row softmax with the mask.
@@ -196,6 +197,75 @@ func.func @safe_softmax(%s: tensor<2x3x8x16xf32>, %m: tensor<8x16xf32>) -> tenso
     linalg.yield %r : f32
   } -> tensor<2x3x8x16xf32>
   return %safe : tensor<2x3x8x16xf32>
+}
+
+// -----
+
+// Attention in a bf16 model (V widened from bf16): with --attention (bf16 attention, kiln's
+// default) P @ V goes to kiln's kernel, which rounds P to bf16, so the softmax, P @ V its only
+// reader, writes bf16 itself. The call returns bf16, a plain widening keeps the module's f32 uses,
+// and the attention function takes P and V in bf16 as they are: no rounding pass. Without
+// --attention P @ V stays f32 with IREE, and so does the softmax.
+// ATTENTION:       stream.executable.export public @softmax_bf16
+// ATTENTION-LABEL: func.func private @kiln_cpu_attention_0(
+// ATTENTION-SAME:      %{{.*}}: tensor<2x8x32xbf16>{{.*}}, %{{.*}}: tensor<2x32x64xbf16>
+// ATTENTION-NOT:     arith.truncf
+// ATTENTION:         flow.dispatch @kiln_cpu_kernels::@conv_bf16
+// ATTENTION-LABEL: func.func private @kiln_cpu_softmax_0(
+// ATTENTION-SAME:      -> tensor<2x8x32xbf16>
+// ATTENTION:         flow.dispatch @kiln_cpu_kernels::@softmax_bf16{{.*}} -> tensor<16x32xbf16>
+// ATTENTION-LABEL: func.func @bf16_attention(
+// ATTENTION:         %[[P16:.*]] = call @kiln_cpu_softmax_0(%arg0) : (tensor<2x8x32xf32>) -> tensor<2x8x32xbf16>
+// ATTENTION:         %[[Y:.*]] = call @kiln_cpu_attention_0(%[[P16]], %arg1) : (tensor<2x8x32xbf16>, tensor<2x32x64xbf16>) -> tensor<2x8x64xf32>
+// ATTENTION:         return %[[Y]]
+// CHECK-LABEL: func.func @bf16_attention(
+// CHECK:         call @kiln_cpu_softmax_0(%arg0) : (tensor<2x8x32xf32>) -> tensor<2x8x32xf32>
+// CHECK:         linalg.batch_matmul
+// REPORT:      | softmax 2x8x32 | kiln | {{.*}} row softmax of kiln_rows.c |
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @bf16_attention(%x: tensor<2x8x32xf32>, %v16: tensor<2x32x64xbf16>) -> tensor<2x8x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e3 = tensor.empty() : tensor<2x8x32xf32>
+  %e2 = tensor.empty() : tensor<2x8xf32>
+  %init = linalg.fill ins(%ninf : f32) outs(%e2 : tensor<2x8xf32>) -> tensor<2x8xf32>
+  %max = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x : tensor<2x8x32xf32>) outs(%init : tensor<2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8xf32>
+  %d = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x, %max : tensor<2x8x32xf32>, tensor<2x8xf32>) outs(%e3 : tensor<2x8x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.subf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x32xf32>
+  %ex = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%d : tensor<2x8x32xf32>) outs(%e3 : tensor<2x8x32xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = math.exp %a : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x32xf32>
+  %zeros = linalg.fill ins(%zero : f32) outs(%e2 : tensor<2x8xf32>) -> tensor<2x8xf32>
+  %sum = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%ex : tensor<2x8x32xf32>) outs(%zeros : tensor<2x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %a, %o : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8xf32>
+  %p = linalg.generic {indexing_maps = [#id3, #row3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%ex, %sum : tensor<2x8x32xf32>, tensor<2x8xf32>) outs(%e3 : tensor<2x8x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.divf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<2x8x32xf32>
+  %ev = tensor.empty() : tensor<2x32x64xf32>
+  %v = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%v16 : tensor<2x32x64xbf16>) outs(%ev : tensor<2x32x64xf32>) {
+  ^bb0(%a: bf16, %o: f32):
+    %r = arith.extf %a : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<2x32x64xf32>
+  %eo = tensor.empty() : tensor<2x8x64xf32>
+  %zo = linalg.fill ins(%zero : f32) outs(%eo : tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x8x32xf32>, tensor<2x32x64xf32>) outs(%zo : tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  return %o : tensor<2x8x64xf32>
 }
 
 // -----
