@@ -22,7 +22,11 @@ precision of eager PyTorch's f32; `--cpu-attention` is about bf16 models only).
 A softmax over the last dimension in f32 (the max, exp, sum and division generics kiln's linalg
 has for it, attention's included), with an additive mask shared by the leading dimensions or none,
 becomes a dispatch of the row softmax (kiln_rows.c): one pass over each row instead of IREE's
-three. The rest of the chain (its max and sum) is then dead, and IREE drops it. Likewise a layer
+three. In a bf16 model with bf16 attention, where the probabilities' only reader is P @ V on the
+kernel (which rounds them to bf16), the row softmax writes them in bf16, widened back for the
+module's f32 type; `_attention` takes operands widened from bf16 as they were, so neither the f32
+probabilities nor a rounding pass over them remain. The rest of the chain (its max and sum) is then
+dead, and IREE drops it. Likewise a layer
 norm over the last dimension (its statistics in f32, the normalization with an optional weight and
 bias, the result in f32 or rounded to bf16) becomes one dispatch of the row layer norm: IREE then
 computes the normalized value's producer once, instead of again in each of the reductions it fuses
