@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from .mlir import Namer, dims, f32_bits, rows_per_workgroup
 
 WIDTH = 16  # f32 lanes of an AVX-512 register
-# The row buffer is on the worker's stack: IREE refuses static allocations over 32 KiB by default.
+# The row buffer is on the worker's stack: 16 KiB at most, an eighth of what kiln lets a dispatch
+# take there (runtime/devices.py), and a row that stays in L1.
 MAX_COLS = 4096
 
 
