@@ -94,11 +94,17 @@ def kiln_temporaries(folder: Path) -> list[str]:
     return [name for name in os.listdir(folder) if name.startswith("kiln-")]  # torch keeps its own caches there
 
 
+def default_sigint() -> None:
+    """For a child: Ctrl-C's default action, which a test run started in the background (where the
+    shell ignores SIGINT, and children inherit that) would otherwise lack."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupted_compile(workspace: Path, stage: str, number: signal.Signals) -> tuple[int, list[str]]:
     """Run `kiln compile`, send `number` when `stage` starts; returns its exit code and stderr lines."""
     process = subprocess.Popen(
         compile_command(workspace), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-        env=environment(workspace), start_new_session=True,
+        env=environment(workspace), start_new_session=True, preexec_fn=default_sigint,
     )  # fmt: skip
     assert process.stderr is not None
     lines = []
@@ -153,7 +159,7 @@ def test_ctrl_c_at_each_stage(workspace, stage):
 
 def run_save_child(source: Path, output: Path, fault: str, count: int = 1) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, str(HERE / "save_child.py"), str(source), str(output), fault, str(count)]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, preexec_fn=default_sigint)
 
 
 def load_outcome(vmfb: Path) -> str:
