@@ -167,16 +167,10 @@ TARGET static void softmax_row_bf16(const float* x, const float* b, uint16_t* y,
     store_bf16(y, c, cols, _mm512_div_ps(_mm512_maskz_loadu_ps(lanes(cols - c), scratch + c), t));
 }
 
-// The IREE workgroup functions: bareptr memrefs (base + element offset), then scalars; workgroup wx
-// takes rows [wx * per_workgroup, +per_workgroup). They return 0 (see kiln_amx.c).
-// safe: a row whose scores are all -inf (fully masked) gives zeros instead of NaN.
-// The softmax of rows [wx * per_workgroup, +per_workgroup), into y32 (f32) or y16 (bf16; rows of at
-// most SOFTMAX_BF16_MAX_COLS, whose exponentials go through a scratch row on the stack).
-#define SOFTMAX_BF16_MAX_COLS 8192
-static int softmax_rows(const float* x, const float* b, float* y32, uint16_t* y16, size_t rows, size_t cols,
-                        size_t bias_rows, size_t safe, size_t per_workgroup, size_t wx) {
-  float scratch[SOFTMAX_BF16_MAX_COLS];
-  if (y16 && cols > SOFTMAX_BF16_MAX_COLS) return 1;
+// The softmax of rows [wx * per_workgroup, +per_workgroup), into y32 (f32) or y16 (bf16, the
+// exponentials through `scratch`, a row of cols floats).
+static int softmax_rows(const float* x, const float* b, float* y32, uint16_t* y16, float* scratch, size_t rows,
+                        size_t cols, size_t bias_rows, size_t safe, size_t per_workgroup, size_t wx) {
   const size_t begin = wx * per_workgroup;
   const size_t end = begin + per_workgroup < rows ? begin + per_workgroup : rows;
   for (size_t r = begin; r < end; ++r) {
@@ -189,18 +183,25 @@ static int softmax_rows(const float* x, const float* b, float* y32, uint16_t* y1
   return 0;
 }
 
+// The IREE workgroup functions: bareptr memrefs (base + element offset), then scalars; workgroup wx
+// takes rows [wx * per_workgroup, +per_workgroup). They return 0 (see kiln_amx.c).
+// safe: a row whose scores are all -inf (fully masked) gives zeros instead of NaN.
 int kiln_softmax_f32_workgroup(const float* restrict x, size_t x_off, const float* restrict b, size_t b_off,
                                float* restrict y, size_t y_off, size_t rows, size_t cols, size_t bias_rows,
                                size_t safe, size_t per_workgroup, size_t wx, const uint64_t* processor_data) {
   (void)processor_data;
-  return softmax_rows(x + x_off, b + b_off, y + y_off, NULL, rows, cols, bias_rows, safe, per_workgroup, wx);
+  return softmax_rows(x + x_off, b + b_off, y + y_off, NULL, NULL, rows, cols, bias_rows, safe, per_workgroup, wx);
 }
 
+// Rows of at most SOFTMAX_BF16_MAX_COLS (the rewrite's bound, mlir.py): the scratch row is on the stack.
+#define SOFTMAX_BF16_MAX_COLS 8192
 int kiln_softmax_bf16_workgroup(const float* restrict x, size_t x_off, const float* restrict b, size_t b_off,
                                 uint16_t* restrict y, size_t y_off, size_t rows, size_t cols, size_t bias_rows,
                                 size_t safe, size_t per_workgroup, size_t wx, const uint64_t* processor_data) {
   (void)processor_data;
-  return softmax_rows(x + x_off, b + b_off, NULL, y + y_off, rows, cols, bias_rows, safe, per_workgroup, wx);
+  float scratch[SOFTMAX_BF16_MAX_COLS];
+  if (cols > SOFTMAX_BF16_MAX_COLS) return 1;
+  return softmax_rows(x + x_off, b + b_off, NULL, y + y_off, scratch, rows, cols, bias_rows, safe, per_workgroup, wx);
 }
 
 // eps is passed as the bits of an f32 (every scalar argument is an index).

@@ -399,19 +399,26 @@ def pad_last(value: str, shape: list[int], extra: int, fresh: Namer, element: st
     ], name
 
 
-def truncate(value: str, shape: list[int], fresh: Namer) -> tuple[list[str], str]:
-    """Lines rounding f32 `value` to bf16 (exact where its values are bf16 values)."""
+def converted(value: str, name: str, shape: list[int], source: str, target: str) -> list[str]:
+    """Lines making `name`, `value` (a tensor of `shape` and `source`) converted element by element
+    to `target`: widened (arith.extf) or rounded to nearest even (arith.truncf)."""
     rank = len(shape)
-    name = fresh("t")
     identity = f"affine_map<({', '.join(f'd{i}' for i in range(rank))}) -> ({', '.join(f'd{i}' for i in range(rank))})>"
     parallel = ", ".join(['"parallel"'] * rank)
+    convert = "arith.extf" if target == "f32" else "arith.truncf"
     return [
-        f"{name}e = tensor.empty() : tensor<{dims(shape)}xbf16>",
+        f"{name}e = tensor.empty() : tensor<{dims(shape)}x{target}>",
         f"{name} = linalg.generic {{indexing_maps = [{identity}, {identity}], iterator_types = [{parallel}]}} "
-        f"ins({value} : tensor<{dims(shape)}xf32>) outs({name}e : tensor<{dims(shape)}xbf16>) {{\n"
-        f"    ^bb0(%in: f32, %out: bf16):\n      %tr = arith.truncf %in : f32 to bf16\n      linalg.yield %tr : bf16\n"
-        f"    }} -> tensor<{dims(shape)}xbf16>",
-    ], name
+        f"ins({value} : tensor<{dims(shape)}x{source}>) outs({name}e : tensor<{dims(shape)}x{target}>) {{\n"
+        f"    ^bb0(%in: {source}, %out: {target}):\n      %c = {convert} %in : {source} to {target}\n      linalg.yield %c : {target}\n"
+        f"    }} -> tensor<{dims(shape)}x{target}>",
+    ]
+
+
+def truncate(value: str, shape: list[int], fresh: Namer) -> tuple[list[str], str]:
+    """Lines rounding f32 `value` to bf16 (exact where its values are bf16 values)."""
+    name = fresh("t")
+    return converted(value, name, shape, "f32", "bf16"), name
 
 
 def dispatch(x: str, packed: str, call: Call, fresh: Namer, element: str = "bf16") -> tuple[list[str], str]:

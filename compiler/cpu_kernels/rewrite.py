@@ -313,7 +313,7 @@ class _Rewriter:
         """A generic widening bf16 `value` to f32, put before `before`: a plain extf, which the
         contractions' rewrite sees through (_widened_from_bf16)."""
         shape = _shape(value)
-        lines = _widened("%v", "%w", shape, "bf16")
+        lines = mlir.converted("%v", "%w", shape, "bf16", "f32")
         snippet = ir.Module.parse(
             f"func.func @widen(%v: {value.type}) -> tensor<{mlir.dims(shape)}xf32> {{\n" + "\n".join(lines) + "\nreturn %w : " + f"tensor<{mlir.dims(shape)}xf32>\n}}",
             self.module.context,
@@ -452,7 +452,7 @@ class _Rewriter:
             operands.append(value)
             affine[role] = f"%{role}"
             if _element(value) != "f32":
-                lines += _widened(f"%{role}", f"%{role}32", [cols], _element(value))
+                lines += mlir.converted(f"%{role}", f"%{role}32", [cols], _element(value), "f32")  # a weight's: IREE folds it
                 affine[role] = f"%{role}32"
         return lines
 
@@ -622,15 +622,9 @@ class _Rewriter:
 
     def _batch_matmul(self, op: ir.Operation) -> Call:
         a, b, init = op.operands[0], op.operands[1], op.operands[2]
-        _require_static_and_filled(a, b, init)
-        if _element(init) != "f32":
-            raise _Skip(f"{_element(init)} result, not f32")
+        _check_batch_matmul(op, self.element)
         batch, m, k = _shape(a)
         n = _shape(b)[2]
-        if k % 32:
-            raise _Skip(f"K = {k}, not a multiple of 32")
-        if self.element == "f32" and (_element(a), _element(b)) != ("f32", "f32"):
-            raise _Skip(f"{_element(a)} x {_element(b)}, not f32 x f32")
         shared = _shared_weight(b, self.element)
         if shared is not None:
             weight, layout = _weight_of(shared)
@@ -1124,24 +1118,6 @@ class _Rows:
         )
 
 
-def _widened(value: str, name: str, shape: list[int], element: str) -> list[str]:
-    """Lines making `name`, `value` (a tensor of `shape` and `element`) widened to f32 (a weight's:
-    constant-folded by IREE)."""
-    rank = len(shape)
-    identity = f"affine_map<({', '.join(f'd{i}' for i in range(rank))}) -> ({', '.join(f'd{i}' for i in range(rank))})>"
-    parallel = ", ".join(['"parallel"'] * rank)
-    dims = mlir.dims(shape)
-    return [
-        f"{name}_e = tensor.empty() : tensor<{dims}xf32>",
-        f"{name} = linalg.generic {{indexing_maps = [{identity}, {identity}], iterator_types = [{parallel}]}} "
-        f"ins({value} : tensor<{dims}x{element}>) outs({name}_e : tensor<{dims}xf32>) {{",
-        f"^bb0(%in: {element}, %o: f32):",
-        "  %wide = arith.extf %in : " + element + " to f32",
-        "  linalg.yield %wide : f32",
-        f"}} -> tensor<{dims}xf32>",
-    ]
-
-
 def _retyped(type_: ir.Type, element: str) -> str:
     """Static tensor type `type_` with `element` in place of its own."""
     return f"tensor<{mlir.dims(ir.RankedTensorType(type_).shape)}x{element}>"
@@ -1344,13 +1320,26 @@ def _shared_weight(b: ir.Value, element: str) -> ir.Value | None:
     return broadcast.operands[0] if shared else None
 
 
-def _attention_operands(op: ir.Operation) -> bool:
-    """Whether `_batch_matmul` gives batch matmul `op` of a bf16 model to `_attention` (two
-    activations, static and filled, an f32 result, K a multiple of 32)."""
+def _check_batch_matmul(op: ir.Operation, element: str) -> None:
+    """Skip batch matmul `op` of a model of `element` where the kernel cannot take it."""
     a, b, init = op.operands[0], op.operands[1], op.operands[2]
-    if not all(_static(v) and 0 not in _shape(v) for v in (a, b, init)) or _element(init) != "f32":
+    _require_static_and_filled(a, b, init)
+    if _element(init) != "f32":
+        raise _Skip(f"{_element(init)} result, not f32")
+    if _shape(a)[2] % 32:
+        raise _Skip(f"K = {_shape(a)[2]}, not a multiple of 32")
+    if element == "f32" and (_element(a), _element(b)) != ("f32", "f32"):
+        raise _Skip(f"{_element(a)} x {_element(b)}, not f32 x f32")
+
+
+def _attention_operands(op: ir.Operation) -> bool:
+    """Whether `_batch_matmul` gives batch matmul `op` of a bf16 model to `_attention`: the kernel
+    takes it, and its right operand is an activation, not a shared weight."""
+    try:
+        _check_batch_matmul(op, "bf16")
+    except _Skip:
         return False
-    return _shape(a)[2] % 32 == 0 and _shared_weight(b, "bf16") is None
+    return _shared_weight(op.operands[1], "bf16") is None
 
 
 def _activations(a: ir.Value) -> tuple[ir.Value, bool]:
