@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 BUILD := build
 
-.PHONY: install demo test test-fast fuzz lint clean models
+.PHONY: install demo test test-fast fuzz lint clean models docs
 
 install: $(VENV)/.installed
 
@@ -47,6 +47,11 @@ $(MODELS_VENV)/.installed: pyproject.toml
 # stage killed, the load figures at full size. KILN_FUZZ_SEED=N varies the corpus.
 fuzz: install
 	$(BIN)/python -m pytest -q -s -m fuzz tests/reliability
+
+# The documentation site (mkdocs.yml, docs/) into build/site/; tests/test_docs.py builds it too and
+# runs every command it shows.
+docs: install
+	$(BIN)/mkdocs build --strict
 
 lint: install
 	$(BIN)/ruff check kiln compiler passes runtime measure tune conformance cli examples tests benchmarks
