@@ -7,8 +7,9 @@
   commands of one page run in order, in a fresh folder holding copies of `examples/` and
   `tests/passes/`, with this environment's bin folder (`kiln`, `python`, `lit`) first on PATH. Each
   must exit with status 0, and each output line shown must appear in what it printed (stdout and
-  stderr), in order: numbers and runs of spaces are compared loosely, and a line `...` stands for any
-  lines. Pages run side by side, KILN_DOCS_JOBS (default 2) at a time.
+  stderr), in order: numbers and runs of spaces are compared loosely, a line `...` stands for any
+  lines, and `...` within a line for any part of it. Pages run side by side, KILN_DOCS_JOBS
+  (default 2) at a time.
 - A `$ ` line anywhere else (another kind of block) fails: a command that cannot run here is shown
   without `$ ` in a plain block, and the page says why. That is how the docs show commands that need
   a GPU (running a cuda or vulkan artifact), take minutes (`kiln ops`, `kiln tune run`, the benchmark
@@ -94,6 +95,11 @@ def loose(line: str) -> str:
     return " ".join(NUMBER.sub("N", line).split())
 
 
+def pattern(line: str) -> re.Pattern[str]:
+    """A shown line as a pattern: found inside a printed line; `...` within it stands for anything."""
+    return re.compile(".*".join(re.escape(part.strip()) for part in loose(line).split("...")))
+
+
 def missing_output(shown: list[str], printed: str) -> str | None:
     """The first shown line that does not appear in `printed` (in order), or None."""
     lines = [loose(line) for line in printed.splitlines()]
@@ -101,8 +107,8 @@ def missing_output(shown: list[str], printed: str) -> str | None:
     for line in shown:
         if line == "...":
             continue
-        want = loose(line)
-        found = next((i for i in range(position, len(lines)) if want in lines[i]), None)
+        want = pattern(line)
+        found = next((i for i in range(position, len(lines)) if want.search(lines[i])), None)
         if found is None:
             return line
         position = found + 1
