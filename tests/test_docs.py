@@ -42,6 +42,7 @@ BIN = Path(sys.executable).parent  # this environment's console scripts: kiln, m
 README = ROOT / "README.md"
 PAGES = sorted([README, *(ROOT / "docs").rglob("*.md")])
 COPIED = ("examples", "tests/passes")  # what a page's commands may read, copied into their folder
+NOT_COPIED = shutil.ignore_patterns("__pycache__", ".lit_test_times.txt", "Output")  # and no lit outputs
 JOBS = int(os.environ.get("KILN_DOCS_JOBS", "2"))
 COMMAND_TIMEOUT_S = 600
 MAKE_DRY_RUN_CHECKED = {"demo"}  # make targets whose commands the page itself must run (see the docstring)
@@ -152,9 +153,7 @@ def run_make(target: str, page_commands: list[str]) -> str | None:
 def run_page(page: Path, folder: Path) -> list[str]:
     """Run the page's commands in order in `folder`; the failures, each a paragraph (empty: all ran)."""
     for name in COPIED:
-        shutil.copytree(
-            ROOT / name, folder / name, ignore=shutil.ignore_patterns("__pycache__", ".lit_test_times.txt")
-        )
+        shutil.copytree(ROOT / name, folder / name, ignore=NOT_COPIED)
     commands = parse(page).commands
     texts = [command.text for command in commands]
     where = page.relative_to(ROOT)
