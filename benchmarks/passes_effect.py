@@ -76,9 +76,7 @@ def measure(model_file: Path, work: Path, runs: int) -> Row:
 
 
 def _compile(spec: object, options: CompileOptions, path: Path) -> Path:
-    compilation = run_pipeline(spec, options)  # type: ignore[arg-type]
-    assert compilation.compiled is not None
-    return compilation.compiled.save(path)
+    return run_pipeline(spec, options).compiled.save(path)  # type: ignore[arg-type]
 
 
 def _median_ms(on: Path, off: Path, spec: ModelSpec, runs: int) -> tuple[float, float]:

@@ -130,7 +130,7 @@ def compile_command(
       rocm          AMD, HIP: gfx90a, gfx942, gfx950, gfx1100, ... Default: the local GPU,
                     else gfx942. Compile-only here: not yet run on an AMD GPU.
     """
-    from kiln.compiler.driver import Verification, compile_file
+    from kiln.compiler.driver import Verification, compile_file, run_file_until
     from kiln.passes import parse_pipeline
     from kiln.runtime.manifest import parameters_path
 
@@ -153,15 +153,17 @@ def compile_command(
         options = _tuned(source, options)
     report: Any = progress if not quiet else (lambda line: None)
     say = lambda line: click.echo(line, err=True)  # noqa: E731  (even with --quiet: what the artifact is)
+    if options.stop_after is not None:
+        stopped = run_file_until(source, options, report, say)
+        if timing:
+            click.echo(timing_table(stopped.reports))
+        report(f"stopped after {stopped.stopped.stage}; dumps in {options.dump_dir}/")
+        return
     verification = Verification(rtol, atol) if verify else None
     result = compile_file(source, options, output, verification, report, say)
     if timing:
         click.echo(timing_table(result.reports))
-    if result.path is None:
-        report(f"stopped after {stop_after}; dumps in {options.dump_dir}/")
-        return
     compiled = result.compilation.compiled
-    assert compiled is not None
     weights = ""
     if compiled.parameters is not None:
         archive = parameters_path(result.path)

@@ -14,10 +14,10 @@ if TYPE_CHECKING:
     import torch
 
     from .artifact import Compiled
-    from .driver import CompileResult, Verification, compile_file
+    from .driver import CompileResult, StoppedResult, Verification, compile_file, run_file_until
     from .model_file import ModelSource, ModelSpec, load_model_file, spec_from_module
     from .options import CompileOptions
-    from .pipeline import Compilation, run_pipeline, stage_names
+    from .pipeline import Compilation, Stopped, run_pipeline, run_until, stage_names
 
 _EXPORTS = {
     "Compilation": "pipeline",
@@ -26,10 +26,14 @@ _EXPORTS = {
     "Compiled": "artifact",
     "ModelSource": "model_file",
     "ModelSpec": "model_file",
+    "Stopped": "pipeline",
+    "StoppedResult": "driver",
     "Verification": "driver",
     "compile_file": "driver",
     "load_model_file": "model_file",
+    "run_file_until": "driver",
     "run_pipeline": "pipeline",
+    "run_until": "pipeline",
     "spec_from_module": "model_file",
     "stage_names": "pipeline",
 }
@@ -40,11 +44,15 @@ __all__ = [
     "Compiled",
     "ModelSource",
     "ModelSpec",
+    "Stopped",
+    "StoppedResult",
     "Verification",
     "compile",
     "compile_file",
     "load_model_file",
+    "run_file_until",
     "run_pipeline",
+    "run_until",
     "spec_from_module",
     "stage_names",
 ]
@@ -65,8 +73,7 @@ def compile(module: torch.nn.Module, example_args: Any, target: str = "llvm-cpu"
     from .options import CompileOptions
     from .pipeline import run_pipeline
 
+    if options.get("stop_after") is not None:
+        raise ValueError("kiln.compile returns an artifact; stop_after is for kiln.compiler.run_until")
     spec = spec_from_module(module, example_args, options.pop("dynamic_shapes", None))
-    compilation = run_pipeline(spec, CompileOptions(target=target, **options))
-    if compilation.compiled is None:
-        raise ValueError("kiln.compile returns an artifact; stop_after is for run_pipeline")
-    return compilation.compiled
+    return run_pipeline(spec, CompileOptions(target=target, **options)).compiled

@@ -3,6 +3,8 @@
 Commands only parse flags and print; what a compile of a model file means (pick the model, mark
 dynamic sizes, convert precision, run the stages, verify against eager PyTorch, save atomically)
 lives here, once, for `kiln compile`, `kiln bench`, `kiln tune` and the benchmark suite alike.
+`compile_file` makes the artifact; `run_file_until` is `--stop-after`: the stages up to one, their
+dumps, and no artifact.
 """
 
 from __future__ import annotations
@@ -14,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kiln.errors import KilnError
+from kiln.targets.resolve import resolve
 
 from .artifact import check_output
-from .model_file import ModelSource
+from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
-from .pipeline import Compilation, StageReport, run_pipeline
-from .targets import resolve
+from .pipeline import Compilation, StageReport, Stopped, run_pipeline, run_until
 from .usage import measured
 from .verify import OutputCheck, verify
 
@@ -42,7 +44,7 @@ class Verification:
 class CompileResult:
     compilation: Compilation
     checks: tuple[OutputCheck, ...]  # empty without verification
-    path: Path | None  # the saved .vmfb; None after --stop-after
+    path: Path  # the saved .vmfb
     load: StageReport | None = None  # loading the model file (building the model), before the pipeline
     steps: tuple[StageReport, ...] = ()  # after the pipeline: "verify" (if asked) and "save" (the .irpa's writing)
 
@@ -50,6 +52,19 @@ class CompileResult:
     def reports(self) -> tuple[StageReport, ...]:
         """Time and peak memory of every stage and step, in order (what --timing prints)."""
         return (*([self.load] if self.load is not None else []), *self.compilation.stages, *self.steps)
+
+
+@dataclass(frozen=True)
+class StoppedResult:
+    """`--stop-after`: the stages up to it ran and wrote their dumps; no artifact."""
+
+    stopped: Stopped
+    load: StageReport | None = None  # loading the model file (building the model), before the pipeline
+
+    @property
+    def reports(self) -> tuple[StageReport, ...]:
+        """Time and peak memory of loading and of every stage run, in order (what --timing prints)."""
+        return (*([self.load] if self.load is not None else []), *self.stopped.stages)
 
 
 def compile_file(
@@ -64,20 +79,15 @@ def compile_file(
 
     `progress` gets the stage lines; `say` the lines a user must see even when quiet: the note on the
     architecture compiled for, and each output's verification. A failed verification writes nothing.
+    `options.stop_after` is `run_file_until`'s (a ValueError here).
     """
     resolve(options)  # a bad option fails before the model file is loaded (run_pipeline resolves them again)
-    if options.stop_after is None:
-        check_output(output)  # before minutes of compiling, not after
-    loading: list[StageReport] = []
-    spec = None
-    if source is not None:
-        with _step("load", loading):
-            spec = source.load()
+    if options.stop_after is not None:
+        raise ValueError(f"compile_file makes an artifact: stop_after={options.stop_after!r} is for run_file_until")
+    check_output(output)  # before minutes of compiling, not after
+    spec, load = _load(source)
     compilation = run_pipeline(spec, options, progress, say)
-    load = loading[0] if loading else None
     compiled = compilation.compiled
-    if compiled is None:
-        return CompileResult(compilation, (), None, load)
     checks: tuple[OutputCheck, ...] = ()
     steps: list[StageReport] = []
     if verification is not None:
@@ -96,6 +106,26 @@ def compile_file(
     with _step("save", steps):
         path = compiled.save(output)
     return CompileResult(compilation, checks, path, load, tuple(steps))
+
+
+def run_file_until(
+    source: ModelSource | None, options: CompileOptions, progress: Say = _silent, say: Say = _silent
+) -> StoppedResult:
+    """`--stop-after`: run the stages of `source` (or of `options.start_from`) up to `options.stop_after`;
+    their dumps are the result, no artifact is written."""
+    resolve(options)  # a bad option fails before the model file is loaded
+    spec, load = _load(source)
+    return StoppedResult(run_until(spec, options, progress, say), load)
+
+
+def _load(source: ModelSource | None) -> tuple[ModelSpec | None, StageReport | None]:
+    """The model of `source` (None for a compile from a dump), and the time and memory its loading took."""
+    if source is None:
+        return None, None
+    loading: list[StageReport] = []
+    with _step("load", loading):
+        spec = source.load()
+    return spec, loading[0]
 
 
 @contextmanager

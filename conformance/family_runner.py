@@ -60,7 +60,6 @@ def check_family(family: Family, target: str, on_stage: Callable[[str], None] = 
         return Outcome(FAILS, error.stage or tracker.stage, _first_line(error.message))
     except Exception as error:  # an exception kiln let through: a kiln bug, recorded as such
         return Outcome(FAILS, tracker.stage, f"internal error: {type(error).__name__}: {_first_line(str(error))}")
-    assert compiled is not None
     if target not in RUNNABLE_TARGETS:
         return Outcome(COMPILES, seconds=seconds)
     on_stage("runtime")

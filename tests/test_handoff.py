@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from kiln.compiler import CompileOptions, run_pipeline, spec_from_module, stage_names
+from kiln.compiler import CompileOptions, run_pipeline, run_until, spec_from_module, stage_names
 from kiln.errors import KilnError
 
 
@@ -32,7 +32,6 @@ def test_handoff_matches_eager_and_keeps_attention_whole_only_at_torch(
     model, x = Attention(causal), torch.randn(2, 16, 32)
     options = CompileOptions(handoff=handoff, dump_dir=tmp_path)
     compiled = run_pipeline(spec_from_module(model, (x,)), options).compiled
-    assert compiled is not None
     np.testing.assert_allclose(np.asarray(compiled(x)), model(x).detach().numpy(), rtol=1e-4, atol=1e-5)
     assert compiled.manifest.target_details["handoff"] == handoff
     assert ("--iree-input-type=torch" in compiled.manifest.iree_flags) == (handoff == "torch")
@@ -48,7 +47,7 @@ def test_torch_handoff_drops_the_linalg_stages() -> None:
 def test_stopping_at_a_stage_the_torch_handoff_leaves_to_iree_says_so() -> None:
     options = CompileOptions(handoff="torch", stop_after="linalg")
     with pytest.raises(KilnError, match="unknown stage 'linalg'; stages: exported, aten, prims, simplified, vmfb") as error:
-        run_pipeline(spec_from_module(Attention(causal=True), (torch.randn(2, 16, 32),)), options)
+        run_until(spec_from_module(Attention(causal=True), (torch.randn(2, 16, 32),)), options)
     assert "--handoff torch, IREE lowers to linalg itself" in (error.value.hint or "")
 
 
@@ -64,7 +63,7 @@ def test_cuda_keeps_only_16_bit_attention_whole(dtype: torch.dtype, fused: bool,
     model, x = Attention(causal=True).to(dtype), torch.randn(2, 16, 32, dtype=dtype)
     options = CompileOptions(target="cuda", gpu_arch="sm_80", dump_dir=tmp_path)
     compiled = run_pipeline(spec_from_module(model, (x,)), options).compiled
-    assert compiled is not None and compiled.manifest.target_details["handoff"] == "torch"
+    assert compiled.manifest.target_details["handoff"] == "torch"
     aten = next(tmp_path.glob("*-aten.mlir")).read_text()
     assert ("torch.aten.scaled_dot_product_attention" in aten) == fused
     (dispatch_creation,) = tmp_path.glob("*-vmfb-05-dispatch-creation.mlir")
