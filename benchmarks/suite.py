@@ -17,21 +17,19 @@ stay behind and the model files restore them there), and `one_add.vmfb`, kiln.me
 one-add model, whose times give each report's per-call overhead. `time` writes `results/<target>-<device>.json`
 and `.md`, after every case, so a run stopped at a time limit keeps what it measured; `--resume`
 carries on from such a file. benchmarks/README.md says how to run it on the GPU machine.
+
+This file is the command line; the logic is the library's, where `kiln bench` shares it:
+kiln.tune.bench compiles (the model files' cases, the one-add model), kiln.measure.suite times a
+bundle, compares bundles and collects the results (it runs without the compiler).
 """
 
 from __future__ import annotations
 
-import fnmatch
-import gc
 import json
-import runpy
 import shlex
 import subprocess
 import sys
-import tempfile
-import time
-from dataclasses import asdict, dataclass, replace
-from datetime import datetime, timezone
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,23 +37,9 @@ import click
 import torch
 
 from kiln.cli.options import TimingChoice, target_options, timing_options
-from kiln.measure.bench import bench, compare_artifacts
-from kiln.measure.bundle import Bundle, Entry, ModelRecipe, add_artifact, open_entry, rebuild
-from kiln.measure.overhead import call_overhead
-from kiln.measure.results import SCHEMA, CaseResult, Report, Timing, report_markdown
-from kiln.measure.timing import (
-    CpuClock,
-    Settings,
-    cpu_clock,
-    environment,
-    fresh_inductor_cache,
-    others_share,
-    torch_device_for,
-    use_threads,
-)
-from kiln.passes import parse_pipeline, pipeline_text
-from kiln.runtime.module import load
-from kiln.runtime.tensors import describe_inputs
+from kiln.errors import KilnError
+from kiln.measure.suite import collect, compare_bundles, time_cases
+from kiln.passes import parse_pipeline
 
 if TYPE_CHECKING:
     from kiln.compiler import CompileOptions
@@ -66,277 +50,19 @@ MODELS = BENCHMARKS / "models"
 RESULTS = BENCHMARKS / "results"
 
 
-@dataclass(frozen=True)
-class Case:
-    """One model file at one dtype and batch size."""
-
-    name: str  # <model>-<dtype>-<batch>
-    model: str
-    file: str  # the model file, relative to the repository root when inside it
-    dtype: str
-    batch: str
-
-    def entry(self) -> Entry:
-        """The bundle's entry for this case: how the run side rebuilds its model and inputs."""
-        recipe = ModelRecipe(self.file, {"dtype": self.dtype}, {"batch": self.batch, "dtype": self.dtype})
-        return Entry(self.name, model=recipe, labels={"model": self.model, "dtype": self.dtype, "batch": self.batch})
+def _say(line: str) -> None:
+    """Progress, on stderr: stdout is the tables'."""
+    click.echo(line, err=True)
 
 
-def find_cases(models: Path, only: tuple[str, ...]) -> list[Case]:
-    """Every (model, dtype, batch) of the model files in `models`, kept if a name matches a pattern of `only`."""
-    cases = []
-    for file in sorted(models.glob("*.py")):
-        namespace = _run(file)
-        for name in ("DTYPES", "BATCHES", "get_model", "get_example_inputs"):
-            if name not in namespace:
-                raise click.ClickException(f"{file} defines no {name}; a suite model file needs all four")
-        for dtype in namespace["DTYPES"]:
-            for batch in namespace["BATCHES"]:
-                case = Case(f"{file.stem}-{dtype}-{batch}", file.stem, _relative(file), dtype, batch)
-                if not only or any(fnmatch.fnmatch(case.name, pattern) for pattern in only):
-                    cases.append(case)
-    return cases
-
-
-def compile_cases(cases: list[Case], options: CompileOptions, bundle: Path, thin_artifacts: bool) -> None:
-    """Compile every case into `bundle`; a case that fails to compile is recorded with its error."""
-    from kiln.compiler import run_pipeline, spec_from_module  # not on a runtime-only machine
-    from kiln.compiler.targets import resolve
-
-    options = replace(options, params=_thin_params(options)) if thin_artifacts else options
-    resolved = resolve(options)
-    bundle.mkdir(parents=True, exist_ok=True)
-    machine, versions = environment("cpu")
-    header = Bundle(
-        target=options.target,
-        driver=resolved.target.driver,
-        created=_now(),
-        command=_command(),
-        compiled_on=machine,
-        versions=versions,
-        settings={
-            **resolved.details,
-            "iree_flags": list(options.extra_iree_flags),
-            "pipeline": pipeline_text(options.pipeline),
-            "kiln_source": _git_state(),
-            "overhead": _compile_one_add(options, bundle),
-        },
-        entries=(),
-    )
-    done: list[Entry] = []
-    for case in cases:
-        click.echo(f"compile {case.name} ...", err=True)
-        entry = case.entry()
-        model, inputs = rebuild(entry, ROOT)
-        start = time.perf_counter()
-        try:
-            compiled = run_pipeline(spec_from_module(model, inputs), options, say=lambda line: click.echo(f"  {line}", err=True)).compiled
-        except Exception as exc:  # a model kiln cannot compile is a result, not the end of the run
-            done.append(replace(entry, error=f"kiln compile failed: {_first_line(exc)}"))
-            click.echo(f"  {done[-1].error}", err=True)
-        else:
-            assert compiled is not None
-            compile_s = time.perf_counter() - start
-            entry = add_artifact(bundle, replace(entry, compile_s=compile_s), compiled, model if thin_artifacts else None)
-            if compiled.parameters is not None:
-                entry = replace(entry, parameters=f"{case.name}.irpa")  # rebuilt from the model file there
-            done.append(entry)
-            size = (bundle / (entry.artifact or "")).stat().st_size / 2**20
-            click.echo(f"  {compile_s:.1f}s, {size:.1f} MiB", err=True)
-        replace(header, entries=tuple(done)).write(bundle)
-        del model, inputs
-        gc.collect()
-
-
-ONE_ADD = "one_add.vmfb"  # in a bundle: kiln.measure.overhead's model, for the per-call overhead
-
-
-def _compile_one_add(options: CompileOptions, bundle: Path) -> dict[str, str]:
-    """The one-add model compiled like the cases, into the bundle: {"artifact": ...} or {"error": ...}."""
-    from kiln.compiler import run_pipeline, spec_from_module
-    from kiln.measure.overhead import OneAdd, example_inputs
+def _compile(options: CompileOptions, models: Path, only: tuple[str, ...], bundle: Path, thin_artifacts: bool) -> None:
+    from kiln.tune.bench import compile_suite, find_cases  # the compiler: not on a runtime-only machine
 
     try:
-        compiled = run_pipeline(spec_from_module(OneAdd(), example_inputs()), replace(options, params="inline")).compiled
-    except Exception as exc:
-        return {"error": f"kiln compile failed: {_first_line(exc)}"}
-    assert compiled is not None
-    compiled.save(bundle / ONE_ADD)
-    return {"artifact": ONE_ADD}
-
-
-def _time_overhead(bundle: Path, data: Bundle, device: str | None) -> dict[str, Timing]:
-    """The per-call overhead, from the bundle's one-add artifact (nothing for bundles without one)."""
-    artifact = data.settings.get("overhead", {}).get("artifact")
-    if artifact is None:
-        return {}
-    click.echo("time the per-call overhead ...", err=True)
-    try:
-        return call_overhead(load(bundle / artifact, device), device)
-    except Exception as exc:  # a finding, not the end of the run
-        click.echo(f"  failed: {type(exc).__name__}: {_first_line(exc)}", err=True)
-        return {}
-
-
-def _thin_params(options: CompileOptions) -> str:
-    """Where a thin bundle's weights go: nowhere, either way. Inline ones are zeroed in the artifact
-    (thin.py) and put back there; external ones are not written, and the run side makes the .irpa from
-    the model file. On llvm-cpu they are external: data tiling and kiln's CPU kernels pack inline
-    weights at compile time, into bytes that thinning cannot find, so the artifact would carry them."""
-    if options.params != "auto":
-        return options.params
-    return "external" if options.target == "llvm-cpu" else "inline"
-
-
-def time_cases(
-    bundle: Path,
-    device: str | None,
-    settings: Settings,
-    threads: int,
-    only: tuple[str, ...],
-    resume: Path | None,
-    deadline_s: float | None,
-    output: Path | None,
-) -> Path:
-    """Time every compiled case of `bundle`; returns the results file (its .md is beside it)."""
-    use_threads(threads)  # before the first artifact is loaded
-    data = Bundle.read(bundle)
-    cases = [entry for entry in data.entries if not only or any(fnmatch.fnmatch(entry.name, p) for p in only)]
-    torch_device = torch_device_for(data.driver, device)
-    label = _device_label(torch_device)
-    output = output or RESULTS / f"{data.target}-{label}.json"
-    results = list(Report.from_json(resume.read_text()).cases) if resume and resume.is_file() else []
-    machine, versions = environment(torch_device)
-    for name in ("iree-base-compiler", "torch-mlir"):  # what compiled the artifacts, wherever that was
-        versions[name] = data.versions[name]
-    report = Report(
-        target=data.target,
-        device=label,
-        created=_now(),
-        command=_command(),
-        machine=machine,
-        versions=versions,
-        settings={
-            **asdict(settings),
-            "threads": threads,
-            "gpu_arch": data.settings.get("gpu_arch"),
-            "compiled_on": data.compiled_on["cpu"],
-            "kiln_source": data.settings.get("kiln_source", "unknown"),
-            "compile_command": data.command,
-            "inductor_cache": "fresh",
-        },
-        cases=(),
-    )
-    previous = Report.from_json(resume.read_text()).overhead if resume and resume.is_file() else {}
-    report = replace(report, overhead=previous or _time_overhead(bundle, data, device))
-    fresh_inductor_cache(tempfile.mkdtemp(prefix="kiln-bench-inductor-"))
-    order = {case.name: index for index, case in enumerate(cases)}
-    start, clock, left = time.perf_counter(), cpu_clock(), []
-    for case in cases:
-        if case.name in {result.name for result in results}:
-            continue
-        if deadline_s is not None and time.perf_counter() - start > deadline_s:
-            left.append(case.name)
-            continue
-        click.echo(f"time {case.name} ...", err=True)
-        results.append(_time_case(case, bundle, device, settings))
-        results.sort(key=lambda result: order.get(result.name, len(order)))
-        gc.collect()  # the case's model and artifact, before the next one's
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        _write(report, results, clock, output)
-    _write(report, results, clock, output)
-    if left:
-        click.echo(f"{len(left)} case(s) left at the deadline; carry on with --resume {output}", err=True)
-    return output
-
-
-def _time_case(entry: Entry, bundle: Path, device: str | None, settings: Settings) -> CaseResult:
-    labels = entry.labels
-    result = CaseResult(entry.name, labels["model"], labels["dtype"], labels["batch"], "", error=entry.error)
-    if entry.error is not None or entry.artifact is None:
-        return result
-    try:
-        model, inputs = rebuild(entry, ROOT)
-        result = replace(result, inputs=describe_inputs(inputs))
-        module = open_entry(bundle, entry, device, model)
-        numerics, timings, error = bench(module, model, inputs, settings, device, entry.compile_s)
-        return replace(result, timings=timings, numerics=numerics, error=error)
-    except Exception as exc:  # one case's failure is a result; the run goes on
-        return replace(result, error=f"{type(exc).__name__}: {_first_line(exc)}")
-
-
-def compare_bundles(bundles: tuple[Path, ...], device: str | None, settings: Settings, threads: int, only: tuple[str, ...]) -> dict[str, Any]:
-    """Every case the bundles share, their artifacts timed in turn (`compare_artifacts`): a change's
-    effect measured in one run; returns the comparison as JSON-ready data, rows printed as they come."""
-    use_threads(threads)  # before the first artifact is loaded
-    data = [Bundle.read(bundle) for bundle in bundles]
-    names = [{entry.name: entry for entry in bundle.entries if entry.artifact is not None} for bundle in data]
-    cases = [name for name in names[0] if all(name in other for other in names[1:])]
-    cases = [name for name in cases if not only or any(fnmatch.fnmatch(name, pattern) for pattern in only)]
-    labels = [bundle.name for bundle in bundles]
-    click.echo(f"| case | {' | '.join(f'{label} ms' for label in labels)} | {' | '.join(f'{label} / {labels[0]}' for label in labels[1:])} | numerics (rel L2) |")
-    click.echo("|---" * (2 * len(bundles) + 1) + "|")
-    rows = []
-    for name in cases:
-        try:
-            model, inputs = rebuild(names[0][name], ROOT)
-            modules = [open_entry(bundle, entries[name], device, model) for bundle, entries in zip(bundles, names, strict=True)]
-            numerics, timings = compare_artifacts(modules, model, inputs, settings, device)
-        except Exception as exc:  # one case's failure is a result; the run goes on
-            rows.append({"case": name, "error": f"{type(exc).__name__}: {_first_line(exc)}"})
-            click.echo(f"| {name} | {rows[-1]['error']} |")
-            continue
-        medians = [timing.median_ms for timing in timings]
-        rows.append({"case": name, "timings": [asdict(t) for t in timings], "numerics": [asdict(n) for n in numerics]})
-        errors = ", ".join(f"{'ok' if n.ok else 'MISMATCH'} {n.rel_l2_error:.1e}" for n in numerics)
-        ratios = " | ".join(f"{median / medians[0]:.2f}x" for median in medians[1:])
-        click.echo(f"| {name} | {' | '.join(f'{median:.3g}' for median in medians)} | {ratios} | {errors} |")
-        del model, inputs, modules
-        gc.collect()
-    machine, versions = environment(torch_device_for(data[0].driver, device))
-    return {"created": _now(), "command": _command(), "machine": machine, "versions": versions, "threads": threads,
-            "settings": asdict(settings), "bundles": [{"path": str(b), "kiln_source": d.settings.get("kiln_source")} for b, d in zip(bundles, data, strict=True)],
-            "cases": rows}
-
-
-GENERATED = "<!-- Everything below is generated from results/*.json by `python benchmarks/suite.py collect`. -->"
-
-
-def collect(results: Path, destination: Path) -> None:
-    """Rewrite RESULTS.md below its GENERATED line from every results/*.json (and each .md beside its .json)."""
-    reports = []
-    for path in sorted(results.glob("*.json")):
-        if json.loads(path.read_text()).get("schema") != SCHEMA:
-            continue  # another tool's results
-        report = Report.from_json(path.read_text())
-        path.with_suffix(".md").write_text(report_markdown(report))
-        reports.append(report)
-    text = destination.read_text() if destination.is_file() else ""
-    preface = text.split(GENERATED)[0].rstrip() if GENERATED in text else text.rstrip()
-    sections = "\n\n".join(report_markdown(report) for report in reports)
-    destination.write_text(f"{preface}\n\n{GENERATED}\n\n{sections}".lstrip())
-
-
-def _write(report: Report, cases: list[CaseResult], clock: CpuClock | None, output: Path) -> None:
-    """The report so far, with the share of the CPUs other processes took since `clock`."""
-    busy = others_share(clock, cpu_clock())
-    report = replace(report, machine={**report.machine, "others_cpu_share": busy}).with_cases(cases)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(report.to_json())
-    output.with_suffix(".md").write_text(report_markdown(report))
-
-
-def _run(file: Path) -> dict[str, Any]:
-    return runpy.run_path(str(file), run_name=f"kiln_bench_{file.stem}")
-
-
-def _device_label(torch_device: str) -> str:
-    """"cpu", or the GPU's name without its maker: "NVIDIA H200" -> "h200"."""
-    if torch_device == "cpu":
-        return "cpu"
-    name = torch.cuda.get_device_name(torch.device(torch_device)).lower()
-    return name.removeprefix("nvidia ").removeprefix("amd ").replace(" ", "-")
+        cases = find_cases(models, only, ROOT)
+    except KilnError as error:
+        raise click.ClickException(error.message) from error
+    compile_suite(cases, options, bundle, thin_artifacts, root=ROOT, command=_command(), kiln_source=_git_state(), say=_say)
 
 
 def _git_state() -> str:
@@ -348,18 +74,6 @@ def _git_state() -> str:
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return result.stdout.strip() or "unknown"
-
-
-def _relative(file: Path) -> str:
-    return str(file.relative_to(ROOT)) if file.is_relative_to(ROOT) else str(file)
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _command() -> str:
@@ -388,7 +102,10 @@ def _only_option(function: Any) -> Any:
 
 def _run_time(bundle: Path, timing: TimingChoice, only: tuple[str, ...], resume: Path | None, deadline_s: float | None, output: Path | None) -> None:
     threads = timing.threads or torch.get_num_threads()
-    output = time_cases(bundle, timing.device, timing.settings, threads, only, resume, deadline_s, output)
+    output = time_cases(
+        bundle, timing.device, timing.settings, threads, only, resume, deadline_s, output,
+        root=ROOT, results=RESULTS, command=_command(), say=_say,
+    )  # fmt: skip
     click.echo(output.with_suffix(".md").read_text())
     click.echo(f"wrote {output} and {output.with_suffix('.md')}")
 
@@ -417,7 +134,7 @@ def compile_command(
     """Compile every case into a bundle folder (target options as `kiln compile` takes them)."""
     bundle = output or ROOT / "build" / "bench" / options.target
     options = replace(options, pipeline=parse_pipeline(pipeline))
-    compile_cases(find_cases(models, only), options, bundle, thin_artifacts)
+    _compile(options, models, only, bundle, thin_artifacts)
     click.echo(f"wrote {bundle}/")
 
 
@@ -450,7 +167,7 @@ def run_command(
 ) -> None:
     """Compile and time the suite on this machine."""
     bundle = bundle or ROOT / "build" / "bench" / options.target
-    compile_cases(find_cases(models, only), options, bundle, thin_artifacts=False)
+    _compile(options, models, only, bundle, thin_artifacts=False)
     _run_time(bundle, timing, (), resume, deadline_s, output)
 
 
@@ -472,7 +189,7 @@ def ab_command(bundles: tuple[Path, ...], only: tuple[str, ...], timing: TimingC
     if len(bundles) < 2:
         raise click.UsageError("give two bundles or more")
     threads = timing.threads or torch.get_num_threads()
-    comparison = compare_bundles(bundles, timing.device, timing.settings, threads, only)
+    comparison = compare_bundles(bundles, timing.device, timing.settings, threads, only, root=ROOT, command=_command(), row=click.echo)
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(comparison, indent=1) + "\n")

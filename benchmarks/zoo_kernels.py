@@ -19,41 +19,18 @@ leaves to IREE's code (`code` iree in the manifest) are listed without a kiln ti
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from pathlib import Path
 
 import click
 from kernels_table import PEAKS, geomean_lines  # benchmarks/ holds scripts, not a package
 
+from kiln.measure.contractions import shape_of
+
 BENCHMARKS = Path(__file__).resolve().parent
 ROOT = BENCHMARKS.parent
 TABLE = BENCHMARKS / "ZOO_KERNELS.md"
-
-# The manifests' contraction labels (compiler/kernels/contraction.py's `label`)
-MM = re.compile(r"mm(?P<m>\d+)x(?P<n>\d+)x(?P<k>\d+)-(?P<dtype>f32|bf16|f16)(?:-(?P<precision>tf32x3|tf32|ieee))?-(?P<layout>nk|kn)(?P<bias>-bias)?")
-CONV = re.compile(
-    r"conv(?P<n>\d+)x(?P<c>\d+)x(?P<h>\d+)x(?P<w>\d+)-k(?P<k>\d+)r(?P<r>\d+)x(?P<s>\d+)s(?P<stride>\d+)p(?P<pad>\d+)"
-    r"(?:d(?P<dilation>\d+))?(?:g(?P<groups>\d+))?-(?P<dtype>f32|bf16|f16)(?:-(?P<precision>tf32x3|tf32|ieee))?"
-)
-DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
-
-
-def shape_of(label: str) -> dict | None:
-    """The GEMM a contraction label describes: kind, sizes, FLOPs, dtype and the precision kiln runs."""
-    if found := MM.fullmatch(label):
-        m, n, k = (int(found[name]) for name in "mnk")
-        return {"kind": "mm", "m": m, "n": n, "k": k, "bias": bool(found["bias"]), "dtype": found["dtype"],
-                "precision": found["precision"] or found["dtype"], "flops": 2 * m * n * k}  # fmt: skip
-    if found := CONV.match(label):
-        sizes = {name: int(found[name]) for name in ("n", "c", "h", "w", "k", "r", "s", "stride", "pad")}
-        groups, dilation = int(found["groups"] or 1), int(found["dilation"] or 1)
-        p = (sizes["h"] + 2 * sizes["pad"] - dilation * (sizes["r"] - 1) - 1) // sizes["stride"] + 1
-        q = (sizes["w"] + 2 * sizes["pad"] - dilation * (sizes["s"] - 1) - 1) // sizes["stride"] + 1
-        flops = 2 * sizes["n"] * p * q * sizes["k"] * sizes["c"] // groups * sizes["r"] * sizes["s"]
-        return {"kind": "conv", **sizes, "groups": groups, "dilation": dilation, "dtype": found["dtype"],
-                "precision": found["precision"] or found["dtype"], "flops": flops}  # fmt: skip
-    return None
+DTYPES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}  # a contraction label's dtype -> torch's
 
 
 def _cupti_us(call, repeats: int = 20) -> float:

@@ -1,24 +1,28 @@
 """`kiln bench` and the benchmark suite's logic: statistics, ratios, tables, JSON, thin artifacts.
 
 No assertion here is about speed: timings on a shared machine prove nothing. The tests check what
-was timed, how it was summarized and what was written.
+was timed, how it was summarized and what was written. The suite's logic is the library's
+(kiln.tune.bench compiles, kiln.measure.suite times and collects); benchmarks/suite.py, its command
+line, is run as a script.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import subprocess
 import sys
 
 import pytest
 import torch
 from click.testing import CliRunner
-from conftest import EXAMPLES, ROOT
+from support import EXAMPLES, ROOT
 
 from kiln.cli.main import kiln
-from kiln.compiler.kernels.contraction import Conv2d, Matmul
+from kiln.compiler import CompileOptions
 from kiln.measure import thin
 from kiln.measure.bench import check_numerics
+from kiln.measure.contractions import shape_of
 from kiln.measure.results import (
     SCHEMA,
     CaseResult,
@@ -32,12 +36,11 @@ from kiln.measure.results import (
     summarize,
     worst_per_model,
 )
+from kiln.measure.suite import GENERATED, ONE_ADD, collect, compare_bundles, time_cases
 from kiln.measure.timing import Settings, measure, measure_alternating
 from kiln.runtime.numerics import computes_in_tf32
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import suite  # benchmarks/ holds scripts, not a package
-import zoo_kernels
+from kiln.targets.cuda.kernels.contraction import Conv2d, Matmul
+from kiln.tune.bench import compile_suite, find_cases, model_file_namespace
 
 TINY_MODEL = '''
 import torch
@@ -225,29 +228,36 @@ def test_kiln_bench_prints_a_table_and_writes_json(tmp_path):
     assert only.inputs == "f32[8, 64]" and report.settings["threads"] == torch.get_num_threads()
 
 
-def test_suite_compiles_times_resumes_and_collects(tmp_path):
-    models = tmp_path / "models"
-    models.mkdir()
-    (models / "tiny.py").write_text(TINY_MODEL)
-    runner = CliRunner()
-    fast = ["--warmup", "1", "--iterations", "2", "--no-inductor"]
+FAST = Settings(warmup=1, iterations=2, inductor=False)
 
-    bundle = tmp_path / "bundle"
-    result = runner.invoke(suite.suite, ["compile", "--models", str(models), "--only", "*-small", "--thin", "-o", str(bundle)])
-    assert result.exit_code == 0, result.output
+
+def suite_bundle(tmp_path, only, bundle_name="bundle", thin_artifacts=False, **options):
+    """The tiny model file's cases matching `only`, compiled into a bundle as `suite.py compile` does."""
+    models = tmp_path / "models"
+    models.mkdir(exist_ok=True)
+    (models / "tiny.py").write_text(TINY_MODEL)
+    bundle = tmp_path / bundle_name
+    cases = find_cases(models, only, ROOT)
+    compile_suite(cases, CompileOptions(**options), bundle, thin_artifacts, root=ROOT, command="test")
+    return bundle
+
+
+def test_suite_compiles_times_resumes_and_collects(tmp_path):
+    bundle = suite_bundle(tmp_path, ("*-small",), thin_artifacts=True)
     data = json.loads((bundle / "bundle.json").read_text())
     assert [c["name"] for c in data["entries"]] == ["tiny-f32-small", "tiny-bf16-small"]
     assert all(c["thin"] and (bundle / c["artifact"]).suffix == ".thin" for c in data["entries"])
-    assert data["settings"]["overhead"] == {"artifact": suite.ONE_ADD} and (bundle / suite.ONE_ADD).is_file()
+    assert data["settings"]["overhead"] == {"artifact": ONE_ADD} and (bundle / ONE_ADD).is_file()
+    assert data["command"] == "test" and data["settings"]["kiln_source"] == "unknown"
 
-    first = tmp_path / "first.json"
-    result = runner.invoke(suite.suite, ["time", str(bundle), "--only", "*-f32-*", *fast, "-o", str(first)])
-    assert result.exit_code == 0, result.output
+    def time(only, resume, output):
+        return time_cases(bundle, None, FAST, 2, only, resume, None, output, root=ROOT, results=tmp_path, command="test")
+
+    first = time(("*-f32-*",), None, tmp_path / "first.json")
     assert [c.name for c in Report.from_json(first.read_text()).cases] == ["tiny-f32-small"]
 
-    both = tmp_path / "both.json"
-    result = runner.invoke(suite.suite, ["time", str(bundle), "--resume", str(first), *fast, "-o", str(both)])
-    assert result.exit_code == 0, result.output
+    both = time((), first, None)  # by default <results>/<target>-<device>.json
+    assert both == tmp_path / "llvm-cpu-cpu.json"
     report = Report.from_json(both.read_text())
     assert [c.name for c in report.cases] == ["tiny-f32-small", "tiny-bf16-small"]
     assert report.cases[0] == Report.from_json(first.read_text()).cases[0]  # kept, not timed again
@@ -259,38 +269,58 @@ def test_suite_compiles_times_resumes_and_collects(tmp_path):
 
     results_md = tmp_path / "RESULTS.md"
     results_md.write_text("# Results\n\nhand-written preface\n")
-    (tmp_path / "first.json").unlink()
-    (tmp_path / "first.md").unlink()
-    result = runner.invoke(suite.suite, ["collect", "--results", str(tmp_path), "-o", str(results_md)])
-    assert result.exit_code == 0, result.output
+    first.unlink()
+    first.with_suffix(".md").unlink()
+    collect(tmp_path, results_md)
     text = results_md.read_text()
-    assert text.startswith("# Results\n\nhand-written preface\n") and suite.GENERATED in text
+    assert text.startswith("# Results\n\nhand-written preface\n") and GENERATED in text
     assert text.count("## llvm-cpu on cpu") == 1 and not math.isnan(report.cases[0].timings["kiln"].median_ms)
-
 
 
 def test_suite_ab_times_two_bundles_in_turn(tmp_path):
     """`suite.py ab`: the cases both bundles have, each artifact checked against eager and timed, one row each."""
-    models = tmp_path / "models"
-    models.mkdir()
-    (models / "tiny.py").write_text(TINY_MODEL)
-    runner = CliRunner()
-    bundles = [tmp_path / "before", tmp_path / "after"]
-    for bundle, kernels in zip(bundles, ("off", "on"), strict=True):
-        result = runner.invoke(suite.suite, ["compile", "--models", str(models), "--only", "*-f32-small", "--kernels", kernels, "-o", str(bundle)])
-        assert result.exit_code == 0, result.output
-    output = tmp_path / "ab.json"
-    result = runner.invoke(suite.suite, ["ab", *map(str, bundles), "--warmup", "1", "--iterations", "4", "-o", str(output)])
-    assert result.exit_code == 0, result.output
-    assert "| case | before ms | after ms | after / before | numerics (rel L2) |" in result.output
-    (row,) = [line for line in result.output.splitlines() if line.startswith("| tiny-f32-small |")]
+    bundles = tuple(
+        suite_bundle(tmp_path, ("*-f32-small",), name, kernels=kernels) for name, kernels in (("before", "off"), ("after", "on"))
+    )
+    rows: list[str] = []
+    comparison = compare_bundles(bundles, None, Settings(warmup=1, iterations=4, inductor=False), 2, (), root=ROOT, command="test", row=rows.append)
+    assert "| case | before ms | after ms | after / before | numerics (rel L2) |" in rows
+    (row,) = [line for line in rows if line.startswith("| tiny-f32-small |")]
     assert row.count("ok ") == 2, row
-    (case,) = json.loads(output.read_text())["cases"]
+    (case,) = comparison["cases"]
     assert case["case"] == "tiny-f32-small" and [t["calls"] for t in case["timings"]] == [4, 4]
     assert all(n["ok"] for n in case["numerics"])
     assert float(row.split("|")[4].strip().rstrip("x")) == pytest.approx(case["timings"][1]["median_ms"] / case["timings"][0]["median_ms"], rel=0.01)
-    result = runner.invoke(suite.suite, ["ab", str(bundles[0])])
-    assert result.exit_code == 2 and "give two bundles or more" in result.output
+
+
+def test_suite_script_runs_the_library(tmp_path):
+    """benchmarks/suite.py, the command line over the library: `run` compiles and times here, `collect`
+    tabulates, `ab` wants two bundles; a model file that is no suite file is an error that names it."""
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "tiny.py").write_text(TINY_MODEL)
+    script = str(ROOT / "benchmarks" / "suite.py")
+
+    def suite(*args):
+        return subprocess.run([sys.executable, script, *map(str, args)], capture_output=True, text=True, timeout=600)
+
+    output = tmp_path / "results" / "tiny.json"
+    run = suite("run", "--models", models, "--only", "tiny-f32-small", "--bundle", tmp_path / "bundle",
+                "--warmup", "1", "--iterations", "2", "--no-inductor", "-o", output)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "compile tiny-f32-small ..." in run.stderr and "time tiny-f32-small ..." in run.stderr
+    assert f"wrote {output} and {output.with_suffix('.md')}" in run.stdout
+    report = Report.from_json(output.read_text())
+    assert [c.name for c in report.cases] == ["tiny-f32-small"] and report.command.startswith("python benchmarks/suite.py run")
+    assert "kiln_source" in json.loads((tmp_path / "bundle" / "bundle.json").read_text())["settings"]  # git describe of the checkout
+    collected = suite("collect", "--results", output.parent, "-o", tmp_path / "RESULTS.md")
+    assert collected.returncode == 0 and GENERATED in (tmp_path / "RESULTS.md").read_text()
+    one = suite("ab", tmp_path / "bundle")
+    assert one.returncode == 2 and "give two bundles or more" in one.stderr
+    (models / "plain.py").write_text("import torch\nmodel = torch.nn.ReLU()\nexample_inputs = (torch.randn(2),)\n")
+    wrong = suite("compile", "--models", models, "-o", tmp_path / "none")
+    assert wrong.returncode == 1 and f"Error: {models / 'plain.py'} defines no DTYPES" in wrong.stderr
+
 
 def test_suite_models_are_plain_model_files():
     """Every suite model loads as `kiln compile` loads it, and offers its dtypes and batches to the runner."""
@@ -298,7 +328,7 @@ def test_suite_models_are_plain_model_files():
 
     for path in sorted((ROOT / "benchmarks" / "models").glob("*.py")):
         spec = load_model_file(path)
-        namespace = suite._run(path)
+        namespace = model_file_namespace(path)
         assert set(namespace["DTYPES"]) >= {"f32"} and set(namespace["BATCHES"]) == {"small", "large"}, path
         assert all(p.dtype == torch.float32 for p in spec.module.parameters()), path
         assert all(x.dtype == torch.float32 for x in spec.example_inputs), path
@@ -327,9 +357,9 @@ def test_f32_outputs_of_tf32_artifacts_get_tf32s_tolerance():
     ids=lambda contraction: contraction.label,
 )
 def test_zoo_kernel_table_reads_the_manifests_labels(contraction):
-    """zoo_kernels reads each contraction's size back from its manifest label: the FLOPs kiln's own
+    """The kernel tables read each contraction's size back from its manifest label: the FLOPs kiln's own
     description counts, and the precision the kernel runs."""
-    shape = zoo_kernels.shape_of(contraction.label)
+    shape = shape_of(contraction.label)
     assert shape is not None and shape["flops"] == contraction.flops
     assert shape["precision"] == (contraction.precision or contraction.dtype)
-    assert zoo_kernels.shape_of("rows64x768-f32-12ops-f2c5c0e2") is None
+    assert shape_of("rows64x768-f32-12ops-f2c5c0e2") is None

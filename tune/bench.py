@@ -1,0 +1,267 @@
+"""Compile, load, bench: the one flow behind `kiln bench` and the benchmark suite (benchmarks/suite.py).
+
+`bench_model` is `kiln bench`: the model file compiled and timed (`compile_timed`), the artifact
+saved and loaded as a user loads it, checked against eager PyTorch and timed against eager and
+Inductor (kiln.measure.suite.bench_case), and the per-call overhead of the one-add model compiled
+for the same target (`compile_one_add`). The suite takes the same steps with a bundle folder
+between them, so that its timing half can run where there is no compiler: `compile_suite` compiles
+each case with `compile_timed` and the one-add model with `compile_one_add` into the bundle;
+kiln.measure.suite loads them there and times them with the same `bench_case`.
+
+Why in kiln.tune: this flow compiles, so it cannot live in kiln.measure, which runs on GPU hosts
+without the compiler and may import only kiln.runtime; and a script or library should not import
+the command line (kiln.cli) for its logic. kiln.tune is the package whose import rule already
+allows both kiln.compiler and kiln.measure, for the same job done on tuning candidates: compile
+here, check and time with kiln.measure.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import gc
+import runpy
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from kiln.compiler.artifact import Compiled
+from kiln.compiler.model_file import ModelSource, ModelSpec, spec_from_module, with_weights
+from kiln.compiler.options import CompileOptions
+from kiln.compiler.pipeline import run_pipeline
+from kiln.errors import KilnError
+from kiln.measure.bundle import Bundle, Entry, ModelRecipe, add_artifact, rebuild
+from kiln.measure.overhead import OneAdd, call_overhead, example_inputs
+from kiln.measure.results import CaseResult, Timing
+from kiln.measure.suite import ONE_ADD, bench_case, first_line, now
+from kiln.measure.timing import (
+    Settings,
+    cpu_clock,
+    environment,
+    fresh_inductor_cache,
+    others_share,
+    torch_device_for,
+)
+from kiln.passes import pipeline_text
+from kiln.runtime.module import load
+from kiln.runtime.tensors import short_dtype
+from kiln.targets.resolve import resolve
+
+STAGE = "bench"
+Say = Callable[[str], None]
+
+
+def _silent(line: str) -> None:
+    pass
+
+
+# -- the steps ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Timed:
+    """An artifact, the model it was compiled from, and how long that took."""
+
+    compiled: Compiled
+    spec: ModelSpec
+    compile_s: float  # loading a model file (building the model) included
+
+
+def compile_timed(
+    source: ModelSource | ModelSpec, options: CompileOptions, progress: Say = _silent, say: Say = _silent
+) -> Timed:
+    """Compile `source` with `options`, timed: the "kiln" compile time of `kiln bench` and the suite."""
+    start = time.perf_counter()
+    resolve(options)  # a bad option fails before the model file is loaded (run_pipeline resolves them again)
+    spec = source.load() if isinstance(source, ModelSource) else source
+    compiled = run_pipeline(spec, options, progress, say).compiled
+    return Timed(compiled, spec, time.perf_counter() - start)
+
+
+def one_add_options(options: CompileOptions) -> CompileOptions:
+    """The target of `options` and how IREE compiles for it, nothing of the model's: `kiln bench`'s
+    one-add model is compiled with these."""
+    return CompileOptions(
+        target=options.target,
+        cpu=options.cpu,
+        gpu_arch=options.gpu_arch,
+        opt_level=options.opt_level,
+        extra_iree_flags=options.extra_iree_flags,
+        handoff=options.handoff,
+    )
+
+
+def compile_one_add(options: CompileOptions) -> Compiled:
+    """kiln.measure.overhead's one-add model compiled with `options`: its calls time the per-call overhead."""
+    return run_pipeline(spec_from_module(OneAdd(), example_inputs()), options).compiled
+
+
+# -- `kiln bench`: the steps in one process ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Benched:
+    """`kiln bench`'s findings: the case (numerics and timings), the per-call overhead, the share of the
+    CPUs other processes took meanwhile, and the torch device the contenders ran on."""
+
+    case: CaseResult
+    overhead: dict[str, Timing]
+    others_share: float | None
+    torch_device: str
+
+
+def bench_model(
+    source: ModelSource,
+    options: CompileOptions,
+    settings: Settings,
+    device: str | None = None,
+    progress: Say = _silent,
+    say: Say = _silent,
+) -> Benched:
+    """Compile the model file, load the artifact as a user would, check it against eager PyTorch and
+    time it against eager and Inductor; then the per-call overhead, the one-add model compiled for the
+    same target. A CPU run's threads are the caller's to set first (kiln.measure.timing.use_threads)."""
+    timed = compile_timed(source, options, progress, say)
+    spec = timed.spec
+    with tempfile.TemporaryDirectory(prefix="kiln-bench-") as folder:
+        module = load(timed.compiled.save(Path(folder) / "model.vmfb"), device)  # as a user would load it
+        fresh_inductor_cache(str(Path(folder) / "inductor"))
+        clock = cpu_clock()
+        eager = with_weights(spec).module  # a model compiled from a checkpoint runs eagerly with its weights loaded
+        floats = [x for x in spec.example_inputs if x.is_floating_point()] or list(spec.example_inputs)
+        labels = CaseResult(
+            name=source.path.stem,
+            model=source.path.stem,
+            dtype=short_dtype(floats[0].dtype) if floats else "",
+            batch="",
+            inputs="",
+        )
+        case = bench_case(labels, module, eager, spec.example_inputs, settings, device, timed.compile_s)
+        one_add = compile_one_add(one_add_options(options))
+        overhead = call_overhead(load(one_add.save(Path(folder) / "one_add.vmfb"), device), device)
+        busy = others_share(clock, cpu_clock())
+    return Benched(case, overhead, busy, torch_device_for(timed.compiled.manifest.driver, device))
+
+
+# -- the suite's compiling half: its cases into a bundle ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    """One model file of the suite at one dtype and batch size."""
+
+    name: str  # <model>-<dtype>-<batch>
+    model: str
+    file: str  # the model file, relative to the repository root when inside it
+    dtype: str
+    batch: str
+
+    def entry(self) -> Entry:
+        """The bundle's entry for this case: how the run side rebuilds its model and inputs."""
+        recipe = ModelRecipe(self.file, {"dtype": self.dtype}, {"batch": self.batch, "dtype": self.dtype})
+        return Entry(self.name, model=recipe, labels={"model": self.model, "dtype": self.dtype, "batch": self.batch})
+
+
+SUITE_NAMES = ("DTYPES", "BATCHES", "get_model", "get_example_inputs")  # what a suite model file defines
+
+
+def find_cases(models: Path, only: tuple[str, ...], root: Path) -> list[Case]:
+    """Every (model, dtype, batch) of the model files in `models`, kept if a name matches a pattern of
+    `only`; a file inside `root` (the repository) is recorded relative to it."""
+    cases = []
+    for file in sorted(models.glob("*.py")):
+        namespace = model_file_namespace(file)
+        for name in SUITE_NAMES:
+            if name not in namespace:
+                raise KilnError(f"{file} defines no {name}; a suite model file needs all four", stage=STAGE)
+        for dtype in namespace["DTYPES"]:
+            for batch in namespace["BATCHES"]:
+                relative = str(file.relative_to(root)) if file.is_relative_to(root) else str(file)
+                case = Case(f"{file.stem}-{dtype}-{batch}", file.stem, relative, dtype, batch)
+                if not only or any(fnmatch.fnmatch(case.name, pattern) for pattern in only):
+                    cases.append(case)
+    return cases
+
+
+def model_file_namespace(file: Path) -> dict[str, Any]:
+    """What a suite model file defines (its DTYPES, BATCHES and factories), run as a script."""
+    return runpy.run_path(str(file), run_name=f"kiln_bench_{file.stem}")
+
+
+def compile_suite(
+    cases: list[Case],
+    options: CompileOptions,
+    bundle: Path,
+    thin_artifacts: bool,
+    *,
+    root: Path,
+    command: str,
+    kiln_source: str = "unknown",
+    say: Say = _silent,
+) -> None:
+    """Compile every case into `bundle`, with the one-add model; a case that fails to compile is
+    recorded with its error. `command` and `kiln_source` (the compiler's commit) go in the header."""
+    options = replace(options, params=thin_params(options)) if thin_artifacts else options
+    resolved = resolve(options)
+    bundle.mkdir(parents=True, exist_ok=True)
+    machine, versions = environment("cpu")
+    header = Bundle(
+        target=options.target,
+        driver=resolved.target.driver,
+        created=now(),
+        command=command,
+        compiled_on=machine,
+        versions=versions,
+        settings={
+            **resolved.details,
+            "iree_flags": list(options.extra_iree_flags),
+            "pipeline": pipeline_text(options.pipeline),
+            "kiln_source": kiln_source,
+            "overhead": _compile_one_add_into(options, bundle),
+        },
+        entries=(),
+    )
+    done: list[Entry] = []
+    for case in cases:
+        say(f"compile {case.name} ...")
+        entry = case.entry()
+        model, inputs = rebuild(entry, root)
+        try:
+            timed = compile_timed(spec_from_module(model, inputs), options, say=lambda line: say(f"  {line}"))
+        except Exception as exc:  # a model kiln cannot compile is a result, not the end of the run
+            done.append(replace(entry, error=f"kiln compile failed: {first_line(exc)}"))
+            say(f"  {done[-1].error}")
+        else:
+            compiled = timed.compiled
+            entry = add_artifact(bundle, replace(entry, compile_s=timed.compile_s), compiled, model if thin_artifacts else None)
+            if compiled.parameters is not None:
+                entry = replace(entry, parameters=f"{case.name}.irpa")  # rebuilt from the model file there
+            done.append(entry)
+            size = (bundle / (entry.artifact or "")).stat().st_size / 2**20
+            say(f"  {timed.compile_s:.1f}s, {size:.1f} MiB")
+        replace(header, entries=tuple(done)).write(bundle)
+        del model, inputs
+        gc.collect()
+
+
+def _compile_one_add_into(options: CompileOptions, bundle: Path) -> dict[str, str]:
+    """The one-add model compiled like the cases, into the bundle: {"artifact": ...} or {"error": ...}."""
+    try:
+        compiled = compile_one_add(replace(options, params="inline"))
+    except Exception as exc:
+        return {"error": f"kiln compile failed: {first_line(exc)}"}
+    compiled.save(bundle / ONE_ADD)
+    return {"artifact": ONE_ADD}
+
+
+def thin_params(options: CompileOptions) -> str:
+    """Where a thin bundle's weights go: nowhere, either way. Inline ones are zeroed in the artifact
+    (kiln.measure.thin) and put back there; external ones are not written, and the run side makes
+    the .irpa from the model file. On llvm-cpu they are external: data tiling and kiln's CPU kernels
+    pack inline weights at compile time, into bytes that thinning cannot find, so the artifact would
+    carry them."""
+    if options.params != "auto":
+        return options.params
+    return "external" if options.target == "llvm-cpu" else "inline"
