@@ -1,43 +1,76 @@
-"""Zero-copy calls, checked where the artifacts run: the same checks on the CPU and on a CUDA GPU.
+"""Zero-copy calls, checked where the artifacts run: the runtime's call path on the CPU and on a CUDA GPU.
 
 Each check loads small artifacts and calls them as users do, with torch tensors on the artifact's
 device, and asserts what kiln.runtime promises: no copies where memory allows, results equal to
 eager PyTorch's, on the right device, never aliasing the inputs, outliving the module; strided,
 misaligned and wrong-device inputs copied (counted) or refused with a KilnError; calls from
-several threads correct; on CUDA, ordered after the work torch queued. tests/test_zero_copy.py
-runs them on the CPU; on a GPU machine (which has no compiler) they run from artifacts compiled here:
+several threads correct; on CUDA, ordered after the work torch queued.
 
-    # here: the check models for cuda and for the device's CPU
-    python benchmarks/zero_copy_check.py compile -o .device-carry/zero-copy --gpu-arch sm_80 --cpu sapphirerapids
-    # there, from the repository root, with kiln.runtime importable:
-    python3 benchmarks/zero_copy_check.py run .device-carry/zero-copy -o $OUT/zero-copy.json
+On the CPU (CI) the checks run on llvm-cpu artifacts compiled here, once as the CPU calls them (IREE
+allocates the results, exported by DLPack) and once through the out variants, as the CUDA runtime
+calls them (torch allocates the results, IREE writes into them); then what only the CPU has (numpy,
+the executor choice, the staged route of the other GPUs). The `gpu`-marked tests run the same checks
+on CUDA, and skip where IREE sees no CUDA device.
 
-`run` runs every check in a child process of its own (a hang or a crash is then one failed row,
-not the end of the run), then times the per-call overhead of the one-add model of each suite bundle
-found in the carry folder (`bench-cuda/`, `bench-cpu/`: `suite.py compile` writes them), and
-prints one table.
+A GPU machine without the compiler runs them from artifacts compiled here, carried there:
+
+    # here: the check models for cuda and for the device machine's CPU
+    python tests/runtime/test_zero_copy.py -o .device-carry/zero-copy --gpu-arch sm_80 --cpu sapphirerapids
+    # there, from the repository root, with kiln.runtime importable (benchmarks/README.md says how);
+    # --confcutdir leaves out tests/conftest.py, which imports the compiler
+    KILN_ZERO_COPY_ARTIFACTS=.device-carry/zero-copy python3 -m pytest tests/runtime/test_zero_copy.py \
+        --confcutdir tests/runtime -p no:cacheprovider --timeout 120 -v
+
+There the tests that compile (they call kiln.compile) skip; the checks run on the carried artifacts,
+for cuda and for the machine's CPU. (`--timeout` is pytest-timeout's: a hang fails its test.)
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
-import json
-import subprocess
+import importlib.util
+import os
 import sys
 import threading
-import time
-import traceback
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import click
+import iree.runtime as rt
+import numpy as np
+import pytest
 import torch
 from torch import nn
 
-TARGETS = {"cuda": "cuda", "llvm-cpu": "cpu"}  # kiln target -> the folder (and torch device kind) in the carry
+import kiln
+from kiln.errors import KilnError
+from kiln.runtime import boundary as boundary_module
+from kiln.runtime import executors
+from kiln.runtime.boundary import HostBoundary, KilnCopyWarning, StagedBoundary
+from kiln.runtime.manifest import Manifest
+from kiln.runtime.plans import evaluate
+
+CPU = torch.device("cpu")
+CARRIED = "KILN_ZERO_COPY_ARTIFACTS"  # a folder the __main__ below wrote: <folder>/cuda, <folder>/cpu
+TARGETS = {"cuda": "cuda", "llvm-cpu": "cpu"}  # kiln target -> its folder of artifacts (and torch device kind)
+
+
+def _cuda_visible() -> bool:
+    """Whether IREE sees a CUDA device here (tests/conftest.py's `gpu`, which this module cannot import
+    where it runs without the compiler)."""
+    try:
+        return bool(rt.get_driver("cuda").query_available_devices())
+    except Exception:
+        return False
+
+
+gpu = pytest.mark.skipif(not _cuda_visible(), reason="no CUDA device visible to IREE")
+compiler = pytest.mark.skipif(
+    importlib.util.find_spec("torch_mlir") is None, reason="compiles: the compiler (torch-mlir) is not installed here"
+)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -391,7 +424,7 @@ def loader(folder: Path, device: str | None = None) -> Loader:
 
 
 # ---------------------------------------------------------------------------------------------
-# compile (here)
+# The artifacts: compiled here, or carried from where the compiler is
 
 
 def compile_models(folder: Path, options: Any) -> None:
@@ -403,129 +436,302 @@ def compile_models(folder: Path, options: Any) -> None:
         print(f"compile {name} for {options.target} ...", file=sys.stderr)
         dynamic = model.dynamic_shapes() if model.dynamic_shapes else None
         compiled = run_pipeline(spec_from_module(model.module(), model.inputs(), dynamic), options).compiled
-        assert compiled is not None
         compiled.save(folder / f"{name}.vmfb")
 
 
-# ---------------------------------------------------------------------------------------------
-# run (there)
-
-
-@dataclass(frozen=True)
-class Row:
-    target: str
-    check: str
-    result: str  # "pass", "FAIL: ...", "skip: ..."
-    seconds: float
-
-
-def run_one(carry: Path, target: str, check: str) -> Row:
-    """One check in this process."""
-    folder = carry / TARGETS[target]
-    device = torch.device("cuda", 0) if target == "cuda" else torch.device("cpu")
-    if device.type == "cuda" and not torch.cuda.is_available():
-        return Row(target, check, "skip: no CUDA device", 0.0)
-    start = time.perf_counter()
-    try:
-        CHECKS[check](loader(folder, "cuda:0" if device.type == "cuda" else "cpu"), device)
-        result = "pass"
-    except Exception as exc:
-        traceback.print_exc()
-        result = f"FAIL: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-    return Row(target, check, result, time.perf_counter() - start)
-
-
-def run_all(carry: Path, timeout_s: float) -> list[Row]:
-    rows = []
-    for target in TARGETS:
-        for check in CHECKS:
-            command = [sys.executable, __file__, "one", str(carry), target, check]
-            start = time.perf_counter()
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                rows.append(Row(target, check, f"FAIL: no answer in {timeout_s:.0f} s (a hang)", timeout_s))
-                continue
-            lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-            if done.returncode != 0 or not lines:
-                why = (done.stderr.strip().splitlines() or ["no output"])[-1]
-                rows.append(Row(target, check, f"FAIL: exit {done.returncode}: {why}", time.perf_counter() - start))
-            else:
-                rows.append(Row(**json.loads(lines[-1])))
-            print(f"{target:8s} {check:20s} {rows[-1].result}", file=sys.stderr)
-    return rows
-
-
-def overheads(carry: Path) -> dict[str, dict[str, float]]:
-    """Per-call overhead (median us) of each bundle's one-add model: kiln call, kiln, eager."""
-    from kiln.measure.overhead import call_overhead
-    from kiln.runtime.module import load
-
-    found = {}
-    for bundle in sorted(carry.glob("bench-*")):
-        artifact = bundle / "one_add.vmfb"
-        if not artifact.is_file():
-            continue
-        device = None if "cpu" in bundle.name else "cuda:0"
-        if device and not torch.cuda.is_available():
-            continue
-        timings = call_overhead(load(artifact, device), device)
-        found[bundle.name] = {name: round(timing.median_ms * 1e3, 2) for name, timing in timings.items()}
-        print(f"{bundle.name}: {found[bundle.name]}", file=sys.stderr)
-    return found
-
-
-def table(rows: list[Row], overhead: dict[str, dict[str, float]]) -> str:
-    lines = ["| target | check | result | s |", "|---|---|---|---|"]
-    lines += [f"| {row.target} | {row.check} | {row.result} | {row.seconds:.1f} |" for row in rows]
-    if overhead:
-        lines += ["", "| bundle | kiln call us | kiln us | eager us |", "|---|---|---|---|"]
-        lines += [f"| {name} | {t.get('kiln_call')} | {t.get('kiln')} | {t.get('eager')} |" for name, t in overhead.items()]
-    return "\n".join(lines) + "\n"
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, help=__doc__)
-def main() -> None:
-    pass
-
-
-@main.command("compile")
-@click.option("-o", "--out", type=click.Path(path_type=Path), required=True, help="The carry folder to write.")
-@click.option("--gpu-arch", default="sm_80", show_default=True)
-@click.option("--cpu", default="host", show_default=True, help="llvm-cpu: the device machine's CPU, e.g. sapphirerapids.")
-def compile_command(out: Path, gpu_arch: str, cpu: str) -> None:
-    """Compile the check models for cuda and llvm-cpu (here)."""
+def _artifacts(target: str, factory: pytest.TempPathFactory, **options: Any) -> Path:
+    """The check models for `target`: carried (KILN_ZERO_COPY_ARTIFACTS), or compiled here."""
+    if os.environ.get(CARRIED):
+        return Path(os.environ[CARRIED]) / TARGETS[target]
     from kiln.compiler import CompileOptions
 
-    compile_models(out / TARGETS["cuda"], CompileOptions(target="cuda", gpu_arch=gpu_arch))
-    compile_models(out / TARGETS["llvm-cpu"], CompileOptions(target="llvm-cpu", cpu=cpu))
+    folder = factory.mktemp(f"zero-copy-{TARGETS[target]}")
+    compile_models(folder, CompileOptions(target=target, **options))
+    return folder
 
 
-@main.command("run")
-@click.argument("carry", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the rows (.json) and the table (.md).")
-@click.option("--timeout-s", type=float, default=120.0, show_default=True, help="Per check.")
-def run_command(carry: Path, output: Path | None, timeout_s: float) -> None:
-    """Run every check and time the overheads (there)."""
-    rows = run_all(carry, timeout_s)
-    overhead = overheads(carry)
-    text = table(rows, overhead)
-    click.echo(text)
-    if output:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(json.dumps({"checks": [asdict(r) for r in rows], "overhead_us": overhead}, indent=2))
-        output.with_suffix(".md").write_text(text)
-    if any(row.result.startswith("FAIL") for row in rows):
-        sys.exit(1)
+# ---------------------------------------------------------------------------------------------------
+# The checks on the CPU, and on CUDA where a device is visible
 
 
-@main.command("one")
-@click.argument("carry", type=click.Path(path_type=Path))
-@click.argument("target", type=click.Choice(list(TARGETS)))
-@click.argument("check", type=click.Choice(list(CHECKS)))
-def one_command(carry: Path, target: str, check: str) -> None:
-    """One check in this process (what `run` starts)."""
-    click.echo(json.dumps(asdict(run_one(carry, target, check))))
+@pytest.fixture(scope="module")
+def cpu_artifacts(tmp_path_factory):
+    return _artifacts("llvm-cpu", tmp_path_factory)
+
+
+@pytest.mark.parametrize("check", [name for name in CHECKS if name not in ("stream order", "without out variant")])
+def test_check_on_cpu(cpu_artifacts, check):
+    CHECKS[check](loader(cpu_artifacts), CPU)
+
+
+@pytest.mark.parametrize(
+    "check", ["zero copy", "dtypes", "aliasing", "lifetimes", "result reuse", "concurrent", "dynamic", "zero size"]
+)
+def test_check_on_cpu_through_out_variants(cpu_artifacts, check, monkeypatch):
+    """The CUDA route on the CPU: results allocated by torch, written by IREE through `main$out`."""
+    monkeypatch.setattr(HostBoundary, "storage_results", True)
+    load = loader(cpu_artifacts)
+    module = load("affine")
+    assert module.functions["main"]._out_function is not None  # the route under test is taken
+    CHECKS[check](load, CPU)
+
+
+@pytest.fixture(scope="module")
+def cuda_artifacts(tmp_path_factory):
+    return _artifacts("cuda", tmp_path_factory)
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("check", list(CHECKS))
+def test_check_on_cuda(cuda_artifacts, check):
+    CHECKS[check](loader(cuda_artifacts, "cuda:0"), torch.device("cuda", 0))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Out variants: what kiln hands IREE at both hand-offs, called directly
+
+
+@compiler
+@pytest.mark.parametrize("handoff", ["linalg", "torch"])
+def test_out_variant_writes_into_caller_storage_at_both_handoffs(handoff):
+    """`main$out(x, out0, out1, out2)` fills the caller's tensors, also where `main` returns x itself."""
+    compiled = kiln.compile(Passthrough(), (torch.randn(16, 32),), handoff=handoff)
+    (function,) = compiled.manifest.functions
+    assert function.out_variant == "main$out"
+    device = rt.get_device("local-task")
+    instance = rt.VmInstance()
+    vm_module = rt.VmModule.copy_buffer(instance, compiled.vmfb)
+    context = rt.VmContext(instance, modules=[rt.create_hal_module(instance, device), vm_module])
+    x = torch.randn(16, 32)
+    storage = [torch.full((16, 32), 7.0), torch.full((15, 32), 7.0), torch.full((16, 32), 7.0)]
+    arguments = rt.VmVariantList(4)
+    for tensor in (x, *storage):
+        arguments.push_ref(device.from_dlpack_capsule(torch.utils.dlpack.to_dlpack(tensor)))
+    context.invoke(vm_module.lookup_function("main$out"), arguments, rt.VmVariantList(3))
+    for got, want in zip(storage, (x, x[1:], x + 1), strict=True):
+        assert torch.equal(got, want)
+
+
+@compiler
+def test_artifacts_without_out_variants_use_the_plain_call(monkeypatch):
+    """A manifest without out variants (older artifacts) loads, and calls go through `main`."""
+    compiled = kiln.compile(AddOne(), (torch.zeros(4),))
+    data = compiled.manifest.to_json().replace('"out_variant": "main$out"', '"out_variant": null')
+    manifest = Manifest.from_json(data)
+    assert manifest.functions[0].out_variant is None
+    monkeypatch.setattr(HostBoundary, "storage_results", True)
+    module = kiln.runtime.LoadedModule(compiled.vmfb, manifest)
+    assert module.functions["main"]._out_function is None
+    assert torch.equal(module(torch.ones(4)), torch.full((4,), 2.0))
+
+
+# ---------------------------------------------------------------------------------------------------
+# CPU only: numpy, the executor choice, the staged route
+
+
+@pytest.fixture(scope="module")
+def affine(cpu_artifacts):
+    return loader(cpu_artifacts)
+
+
+def test_numpy_arrays_enter_as_they_are_where_memory_allows(affine):
+    module = affine("affine")
+    x, y = (torch.randn(64, 256) for _ in range(2))
+    expected = _eager("affine", x, y)[0]
+    aligned = x.numpy(), y.numpy()  # torch's allocations start on 64 bytes
+    torch.testing.assert_close(module(*aligned), expected)
+    assert module.copies == {}
+    frozen = y.numpy().copy()
+    frozen.flags.writeable = False
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.testing.assert_close(module(x.numpy(), frozen), expected)
+    assert module.copies == {"read-only numpy array": 1}
+    assert [w.category for w in caught] == [KilnCopyWarning]
+    assert caught[0].filename == __file__  # the warning points at the caller's line
+
+
+def test_numpy_results_and_bf16_arrays(affine):
+    module = affine("dtypes")
+    inputs = _dtype_inputs()
+    arrays = [x.view(torch.int16).numpy().view(np.dtype("bfloat16")) if x.dtype == torch.bfloat16 else x.numpy() for x in inputs]
+    results = module(*arrays, as_numpy=True)
+    for got, want in zip(results, _eager("dtypes", *inputs), strict=True):
+        assert isinstance(got, np.ndarray) and got.dtype.name == str(want.dtype).removeprefix("torch.")
+        as_torch = torch.from_numpy(got.view(np.int16)).view(torch.bfloat16) if want.dtype == torch.bfloat16 else torch.from_numpy(got)
+        assert torch.equal(as_torch, want)
+
+
+def test_cpu_calls_choose_one_thread_for_tiny_work_and_keep_results(affine):
+    module = affine("add_one")
+    x = torch.zeros(1024, 1024)
+    for _ in range(executors.CALLS_TO_CHOOSE + 1):
+        assert torch.equal(module(x), torch.ones(1024, 1024))
+    assert set(module.executor.chosen().values()) <= {"local-task", "local-sync"} and module.executor.chosen()
+
+
+def test_cpu_trials_alternate_between_the_two_drivers(affine, monkeypatch):
+    """One untimed call on local-task, then local-task and local-sync in turn, so that whatever slows
+    the first calls (cold memory, a busy machine) falls on both; then the choice is made."""
+    order = []
+    timed_invoke = executors.Context.timed_invoke
+
+    def recorded(self, *args):
+        order.append(self.name)
+        return timed_invoke(self, *args)
+
+    monkeypatch.setattr(executors.Context, "timed_invoke", recorded)
+    monkeypatch.setattr(executors, "HOPELESS", float("inf"))  # no early choice either way
+    module = affine("affine")
+    x, y = (torch.randn(64, 256) for _ in range(2))
+    for _ in range(executors.CALLS_TO_CHOOSE + 2):
+        module(x, y)
+    assert order == ["local-task"] + ["local-task", "local-sync"] * executors.TRIALS
+    assert len(module.executor.chosen()) == 1
+
+
+@compiler
+def test_an_artifact_with_state_keeps_one_context(tmp_path):
+    """A buffer forward mutates is a global of the VM context: a second context (local-sync) would
+    count from the start again, so a stateful artifact runs every call in one."""
+    from kiln.conformance.modules import Counter
+
+    compiled = kiln.compile(Counter(), (torch.ones(3, 5),), target="llvm-cpu")
+    module = kiln.load(compiled.save(tmp_path / "counter.vmfb"))
+    assert type(module.executor) is executors.Executor
+    for count in range(1, executors.CALLS_TO_CHOOSE + 4):
+        assert torch.equal(module(torch.ones(3, 5)), torch.full((3, 5), float(count)))
+
+
+def test_slow_enough_calls_stay_on_the_thread_pool(affine, monkeypatch):
+    monkeypatch.setattr(executors, "THREADED_ENOUGH_NS", 0)
+    module = affine("affine")
+    x, y = (torch.randn(64, 256) for _ in range(2))
+    for _ in range(executors.CALLS_TO_CHOOSE):
+        torch.testing.assert_close(module(x, y), _eager("affine", x, y)[0])
+    assert list(module.executor.chosen().values()) == ["local-task"]
+    assert module.executor._sync is None  # never made
+
+
+def test_a_chosen_context_serves_calls_one_at_a_time(affine, monkeypatch):
+    """Two threads in one VM context at once would break IREE's rule: the context's lock holds them apart."""
+    module = affine("affine")
+    context = module.executor.context
+    inside, most = [0], [0]
+    real_invoke = context._vm.invoke
+
+    class Counting:
+        def invoke(self, *args):
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+            real_invoke(*args)
+            inside[0] -= 1
+
+    monkeypatch.setattr(context, "_vm", Counting())
+    monkeypatch.setattr(executors, "THREADED_ENOUGH_NS", 0)  # every call on this context
+    check_concurrent(lambda name: module, CPU)
+    assert most[0] == 1
+
+
+def test_the_staged_route_of_other_gpus_on_the_cpu(affine, monkeypatch):
+    """Vulkan and ROCm go through host memory: the same route, tried on the CPU device."""
+    monkeypatch.setattr(
+        "kiln.runtime.module.boundary_for", lambda device, kind, index: StagedBoundary(device)
+    )
+    check_dtypes(affine, CPU)
+    check_aliasing(affine, CPU)
+
+
+def test_meta_and_non_tensor_inputs_are_named(affine):
+    module = affine("affine")
+    with pytest.raises(KilnError, match=r"input 'y' must be a torch.Tensor or numpy array, got list"):
+        module(torch.randn(64, 256), [[1.0]])
+    with pytest.raises(KilnError, match=r"input 'x' is on meta; the artifact runs on cpu"):
+        module(torch.empty(64, 256, device="meta"), torch.randn(64, 256))
+
+
+@pytest.mark.parametrize(
+    ("expression", "sizes", "value"),
+    [
+        ("s0", {"s0": 5}, 5),
+        ("2*s77", {"s77": 3}, 6),
+        ("s0 + s1 - 1", {"s0": 4, "s1": 2}, 5),
+        ("(s0 - 1)//2 + 1", {"s0": 9}, 5),
+        ("Max(1, s0 - 4)", {"s0": 2}, 1),
+        ("CeilDiv(s0, 4)", {"s0": 9}, 3),
+        ("s0/2", {"s0": 4}, None),  # true division: not integer arithmetic
+        ("s9", {"s0": 4}, None),  # no input set it
+        ("exp(s0)", {"s0": 1}, None),
+    ],
+)
+def test_result_sizes_from_the_manifests_expressions(expression, sizes, value):
+    assert evaluate(expression, sizes) == value
+
+
+def test_copies_warn_once_per_reason_and_count_every_one():
+    copies = boundary_module.Copies()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            copies.count("not contiguous", "input 'x'")
+        copies.count("read-only numpy array", "input 'y'")
+    assert copies.counts == {"not contiguous": 3, "read-only numpy array": 1} and copies.total == 4
+    assert len(caught) == 2
+
+
+class ScatterInto(torch.nn.Module):
+    """IREE computes the scatter into its destination; here that is the argument `x` itself."""
+
+    def forward(self, x: torch.Tensor, index: torch.Tensor, src: torch.Tensor) -> torch.Tensor:
+        return x.scatter_add(0, index, src)
+
+
+class SortThenScale(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.sort(x, dim=0).values * y
+
+
+@compiler
+@pytest.mark.parametrize("handoff", ["linalg", "torch"])
+def test_inputs_iree_would_write_into_are_copied_and_the_callers_stay_unchanged(handoff):
+    x, index, src = torch.randn(4, 4), torch.randint(0, 4, (3, 4)), torch.randn(3, 4)
+    scatter = kiln.compile(ScatterInto(), (x, index, src), handoff=handoff)
+    assert 0 in scatter.manifest.functions[0].overwritten
+    before = x.clone()
+    torch.testing.assert_close(scatter(x, index, src), before.scatter_add(0, index, src))
+    torch.testing.assert_close(scatter(x, index, src), before.scatter_add(0, index, src))  # twice: x as it was
+    assert torch.equal(x, before)
+    module = scatter.load()
+    assert module.copies.get("the artifact writes into it", 0) >= 2
+    a, y = torch.randn(8, 4), torch.randn(8, 4)
+    sort = kiln.compile(SortThenScale(), (a, y), handoff=handoff)
+    kept = a.clone()
+    torch.testing.assert_close(sort(a, y), torch.sort(kept, dim=0).values * y)
+    assert torch.equal(a, kept)
+
+
+@compiler
+def test_inputs_only_read_are_not_listed_as_overwritten():
+    compiled = kiln.compile(torch.nn.Linear(4, 4), (torch.randn(2, 4),))
+    assert compiled.manifest.functions[0].overwritten == ()
+
+
+# ---------------------------------------------------------------------------------------------------
+# For a machine without the compiler: the artifacts, compiled here
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Compile the zero-copy check models for cuda and llvm-cpu, to carry.")
+    parser.add_argument("-o", "--out", type=Path, required=True, help="The folder to write (cuda/ and cpu/ in it).")
+    parser.add_argument("--gpu-arch", default="sm_80", help="cuda's architecture [default: sm_80].")
+    parser.add_argument("--cpu", default="host", help="llvm-cpu: the device machine's CPU, e.g. sapphirerapids [default: host].")
+    arguments = parser.parse_args()
+    from kiln.compiler import CompileOptions
+
+    compile_models(arguments.out / TARGETS["cuda"], CompileOptions(target="cuda", gpu_arch=arguments.gpu_arch))
+    compile_models(arguments.out / TARGETS["llvm-cpu"], CompileOptions(target="llvm-cpu", cpu=arguments.cpu))
+    print(f"wrote {arguments.out}/; there: {CARRIED}={arguments.out} python3 -m pytest tests/runtime/test_zero_copy.py --confcutdir tests/runtime")
 
 
 if __name__ == "__main__":
