@@ -25,7 +25,7 @@ demo: install
 	$(BIN)/python examples/demo.py $(BUILD)/mlp.vmfb
 
 test: install
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q tests targets
 
 # The whole model-family suite (kiln families): rewrites conformance/families.json and FAMILIES.md.
 # In a virtualenv of its own: timm needs torchvision, and PyPI's torchvision (a CUDA build) breaks
@@ -54,7 +54,7 @@ docs: install
 	$(BIN)/mkdocs build --strict
 
 lint: install
-	$(BIN)/ruff check kiln compiler passes runtime measure tune conformance cli examples tests benchmarks
+	$(BIN)/ruff check kiln compiler passes targets runtime measure tune conformance cli examples tests benchmarks
 
 clean:
 	rm -rf $(BUILD) .pytest_cache *.stages

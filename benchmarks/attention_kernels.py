@@ -6,7 +6,7 @@ Three steps, the middle one where the GPU is (which has no compiler):
     python benchmarks/attention_kernels.py compile -o .device-carry/attention
     # there, from the repository root, with kiln.runtime importable:
     python3 benchmarks/attention_kernels.py time .device-carry/attention -o $OUT/attention-h100.json
-    # here again: the fastest correct configuration per shape into compiler/kernels/measured.json,
+    # here again: the fastest correct configuration per shape into targets/cuda/kernels/measured.json,
     # and benchmarks/ATTENTION.md, the table of every shape against eager PyTorch
     python benchmarks/attention_kernels.py record benchmarks/results/attention-h100.json
 
@@ -94,9 +94,9 @@ def compile(output: Path) -> None:
     """One artifact per shape, dtype and configuration (and one of IREE's code per shape and dtype)."""
     from kiln.compiler import CompileOptions, run_pipeline, spec_from_module
     from kiln.compiler import pipeline as compile_pipeline
-    from kiln.compiler.kernels.contraction import Attention as Described
-    from kiln.compiler.kernels.substitute import plan
-    from kiln.compiler.kernels.tiles import Choice, attention_candidates
+    from kiln.targets.cuda.kernels.contraction import Attention as Described
+    from kiln.targets.cuda.kernels.substitute import plan
+    from kiln.targets.cuda.kernels.tiles import Choice, attention_candidates
 
     output.mkdir(parents=True, exist_ok=True)
     index = []
@@ -118,7 +118,6 @@ def compile(output: Path) -> None:
                     compiled = run_pipeline(spec, options).compiled
                 finally:
                     compile_pipeline.plan_kernels = plan  # type: ignore[attr-defined]
-                assert compiled is not None
                 compiled.save(output / f"{label}.vmfb")
                 index.append(dict(label=label, model=name, dtype=dtype, tiles=tiles.label if tiles else None,
                                   shape_key=described.shape_key, kernels=list(compiled.manifest.kernels)))  # fmt: skip
@@ -241,7 +240,7 @@ def record(results: Path) -> None:
 
 
 def _flops(shape: dict) -> int:
-    from kiln.compiler.kernels.contraction import Attention as Described
+    from kiln.targets.cuda.kernels.contraction import Attention as Described
 
     sizes = (shape["batch"], shape["heads"], shape["seq"], shape["seq_k"], shape["head_dim"])
     return Described(*sizes, "bf16", shape["causal"], shape["head_dim"] ** -0.5).flops

@@ -1,7 +1,7 @@
 """kiln's depthwise convolution kernel against torch's, per tile configuration, on a CUDA GPU.
 
-The depthwise kernel (compiler/kernels/triton_source.py, `kiln_depthwise_conv2d`) has no measured
-tiles: compiler/kernels/tiles.py chooses them by a heuristic. This times that heuristic's candidates
+The depthwise kernel (targets/cuda/kernels/triton_source.py, `kiln_depthwise_conv2d`) has no measured
+tiles: targets/cuda/kernels/tiles.py chooses them by a heuristic. This times that heuristic's candidates
 (and the same tiles over 8 warps) on MobileNet-style shapes, launched from Triton directly (the
 device's Triton JIT-compiles the same source), next to torch's depthwise convolution in NCHW and in
 channels-last, and checks each result against torch's. Needs torch with CUDA and Triton:
@@ -26,9 +26,9 @@ import click
 import torch
 import torch.nn.functional as F
 
-from kiln.compiler.kernels.build import stencil_constants, stencil_programs
-from kiln.compiler.kernels.contraction import Conv2d
-from kiln.compiler.kernels.tiles import Tiles, depthwise_candidates
+from kiln.targets.cuda.kernels.build import stencil_constants, stencil_programs
+from kiln.targets.cuda.kernels.contraction import Conv2d
+from kiln.targets.cuda.kernels.tiles import Tiles, depthwise_candidates
 
 # (batch, channels, size, stride): the suite's mobilenet_block, then MobileNetV2's depthwise layers at batch 32
 SHAPES = [(64, 192, 56, 56, 1), (1, 192, 56, 56, 1), (32, 96, 112, 112, 2), (32, 144, 56, 56, 1), (32, 384, 14, 14, 1), (32, 960, 7, 7, 1)]
@@ -51,7 +51,7 @@ def summarize(run: dict, source: Path) -> str:
         f"# kiln's depthwise kernel against torch ({run['gpu']})",
         "",
         f"From `{source.name}` (`python3 benchmarks/depthwise_tiles.py` on the GPU machine); ms per call,",
-        "CUDA events, median of 50. kiln's default is the tiles compiler/kernels/tiles.py chooses now.",
+        "CUDA events, median of 50. kiln's default is the tiles targets/cuda/kernels/tiles.py chooses now.",
         "",
         "| shape | torch NCHW | torch channels-last | kiln default (tiles) | fastest kiln (tiles) | default / channels-last |",
         "|---|---|---|---|---|---|",
@@ -83,7 +83,7 @@ def cuda_ms(fn, iterations: int = 50) -> float:
 
 
 def launcher(conv: Conv2d, tiles: Tiles, x: torch.Tensor, w: torch.Tensor, y: torch.Tensor):
-    from kiln.compiler.kernels.triton_source import kiln_depthwise_conv2d
+    from kiln.targets.cuda.kernels.triton_source import kiln_depthwise_conv2d
 
     programs = stencil_programs(conv, tiles)
     constants = stencil_constants(conv, tiles)

@@ -67,7 +67,7 @@ class Row:
 
 def compile_examples(out: Path, targets: tuple[str, ...], names: list[str]) -> None:
     from kiln.compiler import CompileOptions, load_model_file, run_pipeline
-    from kiln.compiler.targets import get_target
+    from kiln.targets import get_target
 
     out.mkdir(parents=True, exist_ok=True)
     entries: list[Entry] = []
@@ -92,7 +92,6 @@ def compile_examples(out: Path, targets: tuple[str, ...], names: list[str]) -> N
                 print(f"{name} {target_arch}: compile failed: {error.message}", file=sys.stderr)
                 entries.append(replace(entry, error=error.message, labels={**labels, "arch": arch}))
                 continue
-            assert compiled is not None
             details = compiled.manifest.target_details
             compiled_arch = details.get("gpu_arch") or arch or "default"
             if details.get("gpu_arch_requested") not in (None, "", compiled_arch):

@@ -6,7 +6,7 @@ own code, torch's F.linear / F.conv2d, CUPTI kernel times) and writes
 
 - benchmarks/KERNELS.md: per shape, the fastest configuration that computed the right result, its
   time and TFLOP/s, torch's on the same shape and dtype, IREE's own code, and the GPU's peak;
-- compiler/kernels/measured.json: what kiln compiles with by default (compiler/kernels/tiles.py):
+- targets/cuda/kernels/measured.json: what kiln compiles with by default (targets/cuda/kernels/tiles.py):
   per shape, that configuration, or IREE's own code where it was faster.
 
     python benchmarks/kernels_table.py [results/kernels-h100.json]
@@ -96,7 +96,7 @@ def table(results: dict, source: str) -> str:
         "Each row is one contraction shape of the benchmark suite (`benchmarks/models`): the GEMM is M x N x K "
         "(convolutions: output pixels x output channels x filter taps * channels). **kiln** is the fastest "
         "kiln kernel configuration that computed the right result (its tiles and layout are what kiln "
-        "compiles with, `compiler/kernels/measured.json`); **torch** is `F.linear` / `F.conv2d` on the same "
+        "compiles with, `targets/cuda/kernels/measured.json`); **torch** is `F.linear` / `F.conv2d` on the same "
         "shape and dtype at PyTorch's default settings (f32 matmuls at \"highest\": cuBLAS f32 on the FP32 "
         "cores; f32 convolutions: cuDNN with TF32; bf16: tensor cores); **IREE** is IREE 3.13's own code for "
         "the same contraction built for sm_90a. kiln's f32 matmuls run tf32x3 (f32-class accuracy, PyTorch's "

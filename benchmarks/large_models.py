@@ -115,7 +115,7 @@ def measure_one(size: str, dtype: str, stem: Path, target: str, gpu_arch: str | 
     start = time.perf_counter()
     result = compile_file(source, options, stem.with_suffix(".vmfb"))
     seconds = time.perf_counter() - start
-    assert result.path is not None and result.compilation.spec is not None
+    assert result.compilation.spec is not None  # compiled from a model file, not a dump
     parameters = list(result.compilation.spec.module.parameters())
     row = {
         "size": size,
@@ -144,9 +144,9 @@ def _stage(report: Any) -> dict[str, Any]:
 
 def write_bundle(out: Path, rows: list[dict[str, Any]], target: str, gpu_arch: str | None) -> None:
     """The rows as a kiln.measure bundle: one entry per artifact, its weights to be rebuilt there."""
-    from kiln.compiler.targets import get_target
     from kiln.measure.bundle import Bundle, Entry, ModelRecipe
     from kiln.measure.timing import environment
+    from kiln.targets import get_target
 
     old = {entry.name: entry for entry in _bundle(out).entries} if (out / "bundle.json").is_file() else {}
     for row in rows:

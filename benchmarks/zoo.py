@@ -34,7 +34,7 @@ MODELS = ("gpt2", "bert", "resnet50", "vit", "mixtral", "whisper")
 
 
 def compile_zoo(target: str, gpu_arch: str | None, out: Path, names: tuple[str, ...]) -> None:
-    from kiln.compiler.targets import get_target
+    from kiln.targets import get_target
 
     out.mkdir(parents=True, exist_ok=True)
     kiln = str(Path(sys.executable).parent / "kiln")

@@ -16,16 +16,11 @@ from typing import Any
 
 import click
 
-from kiln.compiler.targets import (
-    CONV_PRECISIONS,
-    CPU_ATTENTION_CHOICES,
-    HANDOFFS,
-    KERNEL_CHOICES,
-    MATMUL_PRECISIONS,
-    TARGETS,
-    WEIGHT_POLICIES,
-)
 from kiln.runtime.devices import CPU_DRIVER_CHOICES
+from kiln.targets import TARGETS
+from kiln.targets.cuda.target import CONV_PRECISIONS, MATMUL_PRECISIONS
+from kiln.targets.resolve import CPU_ATTENTION_CHOICES, HANDOFFS, KERNEL_CHOICES
+from kiln.targets.target import WEIGHT_POLICIES
 
 TARGET_NAMES = tuple(TARGETS)
 OPT_LEVELS = ("O0", "O1", "O2", "O3")

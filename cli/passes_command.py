@@ -21,32 +21,55 @@ from .common import debug_option
     metavar="NAME",
     help="Show this named pipeline (default, torch-mlir).",
 )
+@click.option(
+    "--target",
+    metavar="TARGET",
+    help="Show the pipeline as a compile for this target runs it, with the target's own passes placed in it.",
+)
+@click.option("--gpu-arch", metavar="ARCH", help="With --target: the GPU architecture (cuda's own passes need sm_90a).")
 @debug_option
-def passes_command(pipeline_name: str) -> None:
-    """List every pass (name, the IR level it works on, ours or upstream, what it does) and the
+def passes_command(pipeline_name: str, target: str | None, gpu_arch: str | None) -> None:
+    """List every pass (name, the IR level it works on, where it comes from, what it does) and the
     pipeline `kiln compile` runs them in.
 
     \b
+    "from" is kiln (a target-neutral pass, passes/), upstream (MLIR's or torch-mlir's), or the
+    target room that owns it (targets/<room>/passes/), which places it in the pipeline: see it
+    with --target, e.g. `kiln passes --target cuda --gpu-arch sm_90a`.
     Each stage of the pipeline is a group of passes, dumped as NN-<stage>.mlir. Change it with
     `kiln compile --pipeline 'stage(pass,pass),stage(pass)'` (the last line below is the
-    default in that form), --disable-pass NAME, and see a pass's effect with --print-after NAME.
+    pipeline in that form), --disable-pass NAME, and see a pass's effect with --print-after NAME.
     """
-    from kiln.passes import PASSES, PIPELINES, parse_pipeline, pipeline_text
+    from kiln.passes import PASSES, PIPELINES, parse_pipeline, pipeline_text, with_placements
 
     pipeline = parse_pipeline(pipeline_name)
+    if target is not None:
+        from kiln.compiler.options import CompileOptions
+        from kiln.targets.resolve import resolve
+
+        pipeline = with_placements(pipeline, resolve(CompileOptions(target=target, gpu_arch=gpu_arch)).passes)
     width = max(len(name) for name in PASSES)
     click.echo("Passes:")
     click.echo(f"  {'name':<{width}}  {'level':<13}  {'from':<8}  summary")
     for name, pass_ in PASSES.items():
         level = f"{pass_.level}->{pass_.lowers_to}" if pass_.lowers_to else pass_.level
-        origin = "upstream" if pass_.upstream else "kiln"
-        click.echo(f"  {name:<{width}}  {level:<13}  {origin:<8}  {pass_.summary}")
-    click.echo(f"\nThe {pipeline_name} pipeline, one stage per line:")
+        click.echo(f"  {name:<{width}}  {level:<13}  {pass_origin(PASSES.module_of(name)):<8}  {pass_.summary}")
+    for_target = f" for {target}" if target is not None else ""
+    click.echo(f"\nThe {pipeline_name} pipeline{for_target}, one stage per line:")
     stage_width = max(len(group.name) for group in pipeline)
     for group in pipeline:
         click.echo(f"  {group.name:<{stage_width}}  {', '.join(group.passes) or '(no passes)'}")
     click.echo(f"\nNamed pipelines: {', '.join(PIPELINES)}. As --pipeline text:")
     click.echo(f"  {pipeline_text(pipeline)}")
+
+
+def pass_origin(module: str | None) -> str:
+    """Where a pass comes from, by its module (None: upstream): "kiln" (passes/), or the target room
+    that owns it (kiln.targets.<room>.passes.x)."""
+    if module is None:
+        return "upstream"
+    parts = module.split(".")
+    return parts[2] if parts[1] == "targets" else "kiln"
 
 
 def timing_table(stages: Any) -> str:

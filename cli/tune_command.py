@@ -220,7 +220,7 @@ def space_command(target: str) -> None:
 
 def _say_note(options: CompileOptions) -> None:
     """What a GPU target is compiled for, when that is not simply what was asked (an unknown --gpu-arch fails here)."""
-    from kiln.compiler.targets import resolve
+    from kiln.targets.resolve import resolve
 
     note = resolve(options).note
     if note:

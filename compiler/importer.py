@@ -19,7 +19,6 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 
 from kiln.errors import KilnError
-from kiln.passes.outline_contractions import attention_outlined
 
 from .boundary import ELEMENT_TYPES
 from .decompositions import attention_masks_at_full_batch, kiln_decompositions, real_ffts_as_matmuls
@@ -36,20 +35,25 @@ FUSED_IN_IREE = (
 )
 
 
-def fused_attention_kept(program: ExportedProgram, dtypes: tuple[str, ...] | None, kernels: bool = False) -> bool:
+# A target's kernels' word on one attention (KernelProvider.takes_attention, kiln.targets.target):
+# (query, key, value shapes, dtype, plain, mask shape and dtype) -> whether a kernel computes it whole.
+TakesAttention = Callable[[tuple[int, ...], tuple[int, ...], tuple[int, ...], str, bool, tuple[tuple[int, ...], str] | None], bool]
+
+
+def fused_attention_kept(program: ExportedProgram, dtypes: tuple[str, ...] | None, takes: TakesAttention | None = None) -> bool:
     """Whether the program's attention may stay whole: every query's dtype is one of `dtypes` (None: any),
-    or, with `kernels` (kiln's GPU kernels apply), kiln's attention kernel takes it in any dtype."""
+    or the target's kernels (`takes`, where they apply) compute it, in any dtype."""
     if dtypes is None:
         return True
     attention = [node for node in program.graph_module.graph.nodes if node.target in FUSED_IN_IREE]
     return all(
-        str(node.args[0].meta["val"].dtype).removeprefix("torch.") in dtypes or (kernels and _kernel_attention(node))
+        str(node.args[0].meta["val"].dtype).removeprefix("torch.") in dtypes or (takes is not None and _kernel_attention(node, takes))
         for node in attention
     )
 
 
-def _kernel_attention(node: torch.fx.Node) -> bool:
-    """Whether outline-contractions will give this attention node to kiln's kernel."""
+def _kernel_attention(node: torch.fx.Node, takes: TakesAttention) -> bool:
+    """Whether the target's kernels take this attention node."""
     if node.target != torch.ops.aten.scaled_dot_product_attention.default:
         return False
 
@@ -69,7 +73,7 @@ def _kernel_attention(node: torch.fx.Node) -> bool:
         if not all(isinstance(size, int) for size in mask[0]):
             return False
     same_dtype = q.dtype == k.dtype == v.dtype
-    return same_dtype and attention_outlined(*shapes, ELEMENT_TYPES.get(q.dtype, ""), plain, mask)
+    return same_dtype and takes(*shapes, ELEMENT_TYPES.get(q.dtype, ""), plain, mask)
 
 
 def decomposition_table(keep_fused: bool) -> dict[torch._ops.OperatorBase, Callable[..., object]]:
@@ -83,13 +87,13 @@ def import_program(
     keep_fused: bool = False,
     prepare: Callable[[str, ExportedProgram], Any] = lambda name, program: None,
     fused_dtypes: tuple[str, ...] | None = None,
-    kernels: bool = False,
+    takes_attention: TakesAttention | None = None,
 ) -> tuple[ir.Module, Parameters | None]:
     """Import each program as the function of its name into one module; weights are shared.
 
     `keep_fused`: leave the ops in FUSED_IN_IREE whole, for IREE's torch input pipeline, where their
-    dtypes are among `fused_dtypes` (None: any; Target.fused_attention_dtypes) or, with `kernels`
-    (kiln's GPU kernels apply), where kiln's attention kernel takes them.
+    dtypes are among `fused_dtypes` (None: any; Target.fused_attention_dtypes) or where the target's
+    kernels take them (`takes_attention`).
     `prepare(name, program)` sees each program as it is imported, decomposed (functional).
     """
     context = ir.Context()
@@ -100,7 +104,7 @@ def import_program(
     for name, program in programs.items():
         try:
             real_ffts_as_matmuls(program)
-            fused = keep_fused and fused_attention_kept(program, fused_dtypes, kernels)
+            fused = keep_fused and fused_attention_kept(program, fused_dtypes, takes_attention)
             if fused:
                 attention_masks_at_full_batch(program)
             decomposed = program.run_decompositions(decomposition_table(fused))

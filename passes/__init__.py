@@ -15,9 +15,11 @@ from .pipelines import (
     TORCH_BACKEND,
     TORCH_MLIR_PIPELINE,
     PassGroup,
+    PassPlacement,
     check_pipeline,
     parse_pipeline,
     pipeline_text,
+    with_placements,
     with_strict_primitives,
     without_passes,
 )
@@ -30,9 +32,11 @@ __all__ = [
     "TORCH_BACKEND",
     "TORCH_MLIR_PIPELINE",
     "PassGroup",
+    "PassPlacement",
     "check_pipeline",
     "parse_pipeline",
     "pipeline_text",
+    "with_placements",
     "with_strict_primitives",
     "without_passes",
 ]

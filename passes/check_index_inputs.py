@@ -12,7 +12,7 @@ this adds one check over the whole index before the op:
 
 `low` is 0, or -size where PyTorch wraps negative indices (`x[idx]`, index_put). IREE turns the
 assert into a failed call (FAILED_PRECONDITION, with the message) as long as assertions are kept:
-kiln compiles a module that has them with --iree-opt-strip-assertions=false (compiler/targets.py,
+kiln compiles a module that has them with --iree-opt-strip-assertions=false (targets/levers.py,
 KEEP_ASSERTIONS). Indices the model computes itself (positions, argmax, top-k) are in range by
 construction and are left alone: each check costs a reduction over the index and a wait for its result before the op.
 """

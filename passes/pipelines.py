@@ -21,6 +21,16 @@ class PassGroup:
     passes: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class PassPlacement:
+    """Passes a target adds to the pipeline: into stage `stage`, right after its pass `after`. Where a
+    pipeline lacks that stage or pass (a user's own `--pipeline`, torch-mlir's), nothing is added."""
+
+    stage: str
+    after: str
+    passes: tuple[str, ...]
+
+
 TORCH_BACKEND = (
     "torch-match-quantized-custom-ops",
     "torch-backend-contract",  # torch-mlir's decompositions: most composite ops end here
@@ -66,14 +76,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "fold-transpose-chain",
             "fold-reshape-chain",
             "expand-pow-square",
-            "slice-strided-pointwise-conv",  # exact; IREE's CUDA backend miscompiles the stride left in
-            "cse",
-            # Last: the contractions as the simplifications left them. cuda, sm_90a, torch hand-off only.
-            "outline-contractions",
-            "outline-row-programs",  # cuda, sm_90a, torch hand-off only: layer norms and their neighbours
-            # cuda: IREE 3.13 miscompiles 16-bit 1x1 convolutions; after outlining, so that the bodies of
-            # outlined convolutions (IREE's code, should no kernel replace them) are rewritten too.
-            "pointwise-conv-to-mm",
+            "cse",  # the target rooms place their passes on the simplified IR after this
         ),
     ),
     PassGroup(
@@ -81,7 +84,6 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
         (
             "torch-to-linalg",
             "fold-truncf-constants",  # float scalars truncated on the host, which llvm-cpu cannot compile with f64 kept
-            "depthwise-to-nhwc",  # llvm-cpu only
         ),
     ),
     PassGroup(
@@ -164,6 +166,22 @@ def with_strict_primitives(pipeline: tuple[PassGroup, ...]) -> tuple[PassGroup, 
         PassGroup(group.name, tuple("require-primitives" if p == "check-primitives" else p for p in group.passes))
         for group in pipeline
     )
+
+
+def with_placements(pipeline: tuple[PassGroup, ...], placements: tuple[PassPlacement, ...]) -> tuple[PassGroup, ...]:
+    """`pipeline` with a target's passes placed in it (PassPlacement); a placement whose stage or
+    anchor the pipeline lacks adds nothing, and a pass the pipeline names already (a `--pipeline`
+    written out with the target's passes) is not added again."""
+    groups = list(pipeline)
+    for placement in placements:
+        listed = {name for group in groups for name in group.passes}
+        passes = tuple(name for name in placement.passes if name not in listed)
+        for index, group in enumerate(groups):
+            if group.name == placement.stage and placement.after in group.passes:
+                at = group.passes.index(placement.after) + 1
+                groups[index] = PassGroup(group.name, (*group.passes[:at], *passes, *group.passes[at:]))
+                break
+    return tuple(groups)
 
 
 def without_passes(pipeline: tuple[PassGroup, ...], names: tuple[str, ...]) -> tuple[PassGroup, ...]:

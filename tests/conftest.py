@@ -1,51 +1,13 @@
-"""Shared test helpers: load example model files and compile them once per session."""
+"""pytest's fixtures and hooks for tests/; the helpers themselves are in support.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-import torch
+from support import EXAMPLES, compile_spec
 
-from kiln.compiler import Compiled, CompileOptions, ModelSpec, load_model_file, run_pipeline
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
-
-
-def example_spec(name: str) -> ModelSpec:
-    return load_model_file(EXAMPLES / f"{name}.py")
-
-
-def compile_spec(spec: ModelSpec, **options: object) -> Compiled:
-    compilation = run_pipeline(spec, CompileOptions(**options))  # type: ignore[arg-type]
-    assert compilation.compiled is not None
-    return compilation.compiled
-
-
-def eager(spec: ModelSpec, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Eager PyTorch's result for the first entry point (what calling the artifact runs)."""
-    entry = spec.entries[0]
-    result = entry(*(inputs or entry.example_inputs))
-    return result if isinstance(result, tuple) else (result,)
-
-
-def as_tuple(value: object) -> tuple[torch.Tensor, ...]:
-    return value if isinstance(value, tuple) else (value,)  # type: ignore[return-value]
-
-
-def device_visible(driver: str) -> bool:
-    """Whether IREE sees a device of `driver` ("cuda", "vulkan") on this machine."""
-    try:
-        import iree.runtime as rt
-
-        return bool(rt.get_driver(driver).query_available_devices())
-    except Exception:
-        return False
-
-
-gpu = pytest.mark.skipif(not device_visible("cuda"), reason="no CUDA device visible to IREE")
-vulkan = pytest.mark.skipif(not device_visible("vulkan"), reason="no Vulkan device visible to IREE")
+from kiln.compiler import Compiled, ModelSpec, load_model_file
 
 
 @pytest.fixture(scope="session")

@@ -16,14 +16,22 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
-from conftest import EXAMPLES, as_tuple, device_visible, eager, example_spec, gpu, vulkan
+from support import EXAMPLES, as_tuple, device_visible, eager, example_spec, gpu, vulkan
 
 import kiln
 from kiln.cli.main import kiln as kiln_cli
 from kiln.cli.options import TARGET_NAMES as CLI_TARGETS
-from kiln.compiler import Compiled, CompileOptions, run_pipeline, targets
-from kiln.compiler.targets import GPU_TARGETS, TARGETS, choose_arch
+from kiln.compiler import Compiled, CompileOptions, run_pipeline
 from kiln.errors import KilnError
+from kiln.targets import GPU_TARGETS, TARGETS
+from kiln.targets import gpu as gpu_archs
+from kiln.targets.resolve import resolve
+
+def choose_arch(target: str, requested: str | None) -> gpu_archs.ArchChoice:
+    archs = TARGETS[target].archs
+    assert archs is not None
+    return gpu_archs.choose_arch(target, archs, requested)
+
 
 EXAMPLE_NAMES = sorted(p.stem for p in EXAMPLES.glob("*.py") if p.stem != "demo")
 TOLERANCES = {torch.bfloat16: 4e-2, torch.float16: 1e-2}  # f32: 1e-4
@@ -38,9 +46,7 @@ VULKAN_BF16 = (
 @functools.cache
 def compiled(name: str, target: str, gpu_arch: str | None) -> Compiled:
     """One compile per (example, target, arch) per session: the cross-compile tests and the GPU tests share it."""
-    compilation = run_pipeline(example_spec(name), CompileOptions(target=target, gpu_arch=gpu_arch))
-    assert compilation.compiled is not None
-    return compilation.compiled
+    return run_pipeline(example_spec(name), CompileOptions(target=target, gpu_arch=gpu_arch)).compiled
 
 
 # -- the registry and the CLI ----------------------------------------------------------------------
@@ -122,15 +128,15 @@ def test_rocm_cross_compiles(name):
     ],
 )
 def test_a_known_arch_is_used_as_given(target, requested, arch):
-    assert choose_arch(target, requested) == targets.ArchChoice(requested, arch, "gpu_arch", None)
+    assert choose_arch(target, requested) == gpu_archs.ArchChoice(requested, arch, "gpu_arch", None)
 
 
 @pytest.mark.parametrize("requested", ["sm_90", "sm_90a", "SM_90A", "hopper", "h100", "h200", "gh200"])
 def test_hopper_is_sm_90a_described_in_full(requested):
     """IREE 3.13's flag has no sm_90 (and "hopper", "h100" crash it): Hopper is compiled for through a
     module attribute that describes sm_90a in full, with no --iree-cuda-target flag and no note."""
-    assert choose_arch("cuda", requested) == targets.ArchChoice(requested, "sm_90a", "gpu_arch", None)
-    resolved = targets.resolve(CompileOptions(target="cuda", gpu_arch=requested))
+    assert choose_arch("cuda", requested) == gpu_archs.ArchChoice(requested, "sm_90a", "gpu_arch", None)
+    resolved = resolve(CompileOptions(target="cuda", gpu_arch=requested))
     assert resolved.iree_flags[0] == "--iree-hal-target-device=cuda"
     assert not any(flag.startswith("--iree-cuda-target") for flag in resolved.iree_flags)
     assert resolved.device_targets is not None and 'arch = "sm_90a"' in resolved.device_targets
@@ -142,7 +148,7 @@ def test_hopper_is_sm_90a_described_in_full(requested):
 def test_only_cuda_describes_hopper():
     """vulkan-spirv keeps its ampere stand-in for sm_90; an sm_80 compile gets no attribute."""
     assert choose_arch("vulkan-spirv", "sm_90").arch == "ampere"
-    assert targets.resolve(CompileOptions(target="cuda", gpu_arch="sm_80")).device_targets is None
+    assert resolve(CompileOptions(target="cuda", gpu_arch="sm_80")).device_targets is None
 
 
 @pytest.mark.parametrize(
@@ -246,27 +252,27 @@ def test_without_gpu_arch_the_local_gpu_decides_else_the_default(
 )
 def test_nvidia_smi_gives_the_local_arch(monkeypatch, stdout, returncode, arch):
     monkeypatch.setattr(
-        targets.subprocess,
+        gpu_archs.subprocess,
         "run",
         lambda command, **_: subprocess.CompletedProcess(command, returncode, stdout, ""),
     )
-    targets._local_nvidia_arch.cache_clear()
+    gpu_archs.local_nvidia_arch.cache_clear()
     try:
-        assert targets._local_nvidia_arch() == arch
+        assert gpu_archs.local_nvidia_arch() == arch
     finally:
-        targets._local_nvidia_arch.cache_clear()
+        gpu_archs.local_nvidia_arch.cache_clear()
 
 
 def test_no_nvidia_smi_means_no_local_gpu(monkeypatch):
     def missing(command, **_):
         raise FileNotFoundError(command[0])
 
-    monkeypatch.setattr(targets.subprocess, "run", missing)
-    targets._local_nvidia_arch.cache_clear()
+    monkeypatch.setattr(gpu_archs.subprocess, "run", missing)
+    gpu_archs.local_nvidia_arch.cache_clear()
     try:
-        assert targets._local_nvidia_arch() is None
+        assert gpu_archs.local_nvidia_arch() is None
     finally:
-        targets._local_nvidia_arch.cache_clear()
+        gpu_archs.local_nvidia_arch.cache_clear()
 
 
 def test_every_known_arch_compiles_and_sm_90_still_does_not(tmp_path):

@@ -11,44 +11,78 @@ import ast
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from support import ROOT
 
 # package -> the kiln packages it may import (besides itself); "kiln" is the top package (kiln.errors).
 ALLOWED: dict[str, set[str]] = {
     "runtime": {"kiln"},
     "passes": {"kiln"},
-    "compiler": {"kiln", "passes", "runtime"},
+    "targets": {"kiln", "passes", "runtime", "compiler"},  # the compiler: its options, for types (below)
+    "compiler": {"kiln", "passes", "runtime", "targets"},  # targets: the interface, never a room (below)
     "measure": {"kiln", "runtime"},
-    "tune": {"kiln", "compiler", "passes", "runtime", "measure"},
-    "conformance": {"kiln", "compiler", "passes", "runtime"},
-    "cli": {"kiln", "compiler", "passes", "runtime", "measure", "tune", "conformance"},
+    "tune": {"kiln", "compiler", "passes", "runtime", "measure", "targets"},
+    "conformance": {"kiln", "compiler", "passes", "runtime", "targets"},
+    "cli": {"kiln", "compiler", "passes", "runtime", "measure", "tune", "conformance", "targets"},
 }
+ROOMS = sorted(path.parent.name for path in (ROOT / "targets").glob("*/__init__.py"))
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The kiln modules `path` imports by absolute name, e.g. {"kiln.runtime.x", "kiln.errors"}."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names if node.module in ("kiln", "kiln.targets"))
+    return {name for name in found if name.split(".")[0] == "kiln"}
 
 
 def imported_packages(path: Path) -> set[str]:
     """The kiln packages `path` imports, e.g. {"runtime", "kiln"} for kiln.runtime.x and kiln.errors."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        names = []
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names if node.module == "kiln"]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] != "kiln":
-                continue
-            found.add(parts[1] if len(parts) > 1 and parts[1] in ALLOWED else "kiln")
+    for name in imported_modules(path):
+        parts = name.split(".")
+        found.add(parts[1] if len(parts) > 1 and parts[1] in ALLOWED else "kiln")
     return found
+
+
+def imported_rooms(path: Path) -> set[str]:
+    """The target rooms `path` imports (kiln.targets.cuda, kiln.targets.llvm_cpu.kernels.x, ...)."""
+    return {name.split(".")[2] for name in imported_modules(path) if name.split(".")[1:2] == ["targets"] and len(name.split(".")) > 2 and name.split(".")[2] in ROOMS}
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))
 def test_package_imports_follow_its_rule(package: str) -> None:
     broken = []
     for path in sorted((ROOT / package).rglob("*.py")):
+        if package == "targets" and "tests" in path.relative_to(ROOT / package).parts:
+            continue  # a room's tests use the whole compiler, as any test does
         wrong = imported_packages(path) - ALLOWED[package] - {package}
         if wrong:
             broken.append(f"{path.relative_to(ROOT)} imports kiln.{', kiln.'.join(sorted(wrong))}")
+    assert not broken, "\n".join(broken)
+
+
+@pytest.mark.parametrize("package", ["compiler", "passes", "runtime", "measure"])
+def test_the_core_and_the_neutral_passes_never_import_a_target_room(package: str) -> None:
+    """The driver reads a target through kiln.targets' interface (target.py, resolve.py); a room's code
+    stays in its room, so that the core never names a target."""
+    broken = [f"{path.relative_to(ROOT)} imports kiln.targets.{room}" for path in sorted((ROOT / package).rglob("*.py")) for room in imported_rooms(path)]
+    assert not broken, "\n".join(broken)
+
+
+def test_the_rooms_take_only_the_compilers_options_and_never_each_other() -> None:
+    broken = []
+    for room in ROOMS:
+        for path in sorted((ROOT / "targets" / room).rglob("*.py")):
+            if "tests" in path.relative_to(ROOT / "targets" / room).parts:
+                continue  # a room's tests use the whole compiler, as any test does
+            compiler = {name for name in imported_modules(path) if name.startswith("kiln.compiler")} - {"kiln.compiler.options"}
+            others = imported_rooms(path) - {room}
+            broken += [f"{path.relative_to(ROOT)} imports {name}" for name in sorted(compiler)]
+            broken += [f"{path.relative_to(ROOT)} imports kiln.targets.{other}" for other in sorted(others)]
     assert not broken, "\n".join(broken)
 
 

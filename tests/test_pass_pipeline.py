@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import EXAMPLES, ROOT
+from support import EXAMPLES, ROOT
 
 from kiln.cli.main import kiln
-from kiln.compiler.targets import TARGETS
+from kiln.compiler.options import CompileOptions
 from kiln.errors import KilnError
 from kiln.passes import (
     DEFAULT_PIPELINE,
@@ -23,14 +23,35 @@ from kiln.passes import (
     PassGroup,
     parse_pipeline,
     pipeline_text,
+    with_placements,
     with_strict_primitives,
     without_passes,
 )
 from kiln.passes.pass_api import parse_module, pattern_pass, run_pass
 from kiln.passes.registry import NOT_PASSES
+from kiln.targets.resolve import resolve
 
 KILN = str(Path(sys.executable).parent / "kiln")
 KILN_PASSES = [name for name, p in PASSES.items() if not p.upstream]
+PASS_FOLDERS = [ROOT / "passes", *sorted((ROOT / "targets").glob("*/passes"))]  # neutral, then each room's
+
+
+def source_of(name: str) -> Path:
+    """The file of kiln's pass `name`: passes/x.py, or targets/<room>/passes/x.py."""
+    (path,) = [folder / f"{name.replace('-', '_')}.py" for folder in PASS_FOLDERS if (folder / f"{name.replace('-', '_')}.py").exists()]
+    return path
+
+
+def lit_test_of(source: Path) -> Path:
+    """A pass's lit test: tests/passes/<name>.mlir, or targets/<room>/tests/passes/<name>.mlir beside its room."""
+    name = source.stem.replace("_", "-")
+    tests = ROOT / "tests" if source.parent == ROOT / "passes" else source.parent.parent / "tests"
+    return tests / "passes" / f"{name}.mlir"
+
+
+def cpu_pipeline() -> tuple[PassGroup, ...]:
+    """The default pipeline as an llvm-cpu compile runs it, with the room's passes placed."""
+    return with_placements(DEFAULT_PIPELINE, resolve(CompileOptions()).passes)
 
 
 def invoke(*args: object):
@@ -38,28 +59,44 @@ def invoke(*args: object):
 
 
 def test_every_module_of_the_package_is_a_pass_or_a_helper_and_every_pass_has_a_lit_test():
-    modules = {path.stem for path in (ROOT / "passes").glob("*.py")} - NOT_PASSES - {"__init__"}
+    modules = [path.stem for folder in PASS_FOLDERS for path in folder.glob("*.py") if path.stem not in {*NOT_PASSES, "__init__"}]
     assert sorted(module.replace("_", "-") for module in modules) == sorted(KILN_PASSES)
-    assert sorted(path.stem for path in (ROOT / "tests" / "passes").glob("*.mlir")) == sorted(KILN_PASSES)
+    lit_tests = [*(ROOT / "tests" / "passes").glob("*.mlir"), *(ROOT / "targets").glob("*/tests/passes/*.mlir")]
+    assert sorted(path.stem for path in lit_tests) == sorted(KILN_PASSES)
     assert not set(KILN_PASSES) & {p.name for p in PASSES.values() if p.upstream}
 
 
 @pytest.mark.parametrize("name", KILN_PASSES)
 def test_each_pass_has_its_file_docstring_and_lit_test(name):
-    module = importlib.import_module(f"kiln.passes.{name.replace('-', '_')}")
-    assert module.PASS is PASSES[name]  # passes/fold_sin_cos.py declares fold-sin-cos
-    source = ROOT / "passes" / f"{name.replace('-', '_')}.py"
+    source = source_of(name)
+    module = importlib.import_module(PASSES.module_of(name))
+    assert module.PASS is PASSES[name] and module.__file__ == str(source)  # passes/fold_sin_cos.py declares fold-sin-cos
     assert source.read_text().startswith(f'"""{name}: '), f"{source} must open with a docstring naming {name}"
-    lit_test = ROOT / "tests" / "passes" / f"{name}.mlir"
-    text = lit_test.read_text()
+    text = lit_test_of(source).read_text()
     assert text.startswith("// RUN: ") and name in text.splitlines()[0]
     assert "CHECK-LABEL" in text and "// -----" in text  # and a "must not fire" case after a split
 
 
+PLACING = {  # options under which each room places all of its passes
+    "llvm_cpu": CompileOptions(target="llvm-cpu"),
+    "cuda": CompileOptions(target="cuda", gpu_arch="sm_90a"),
+}
+
+
 @pytest.mark.parametrize("name", KILN_PASSES)
-def test_each_pass_is_in_the_default_pipeline(name):
-    """Or, for require-primitives, in its strict form (--strict-primitives)."""
-    assert any(name in group.passes for group in (*DEFAULT_PIPELINE, *with_strict_primitives(DEFAULT_PIPELINE)))
+def test_each_pass_is_in_the_default_pipeline_or_placed_by_its_room(name):
+    """A neutral pass is in the default pipeline (require-primitives: in its strict form, --strict-primitives)
+    or placed by the GPU rooms (slice-strided-pointwise-conv, targets/gpu.py); a room's pass is placed in
+    it by its room, and by no other."""
+    room = source_of(name).parent.parent.name
+    if room not in PLACING:
+        gpu = with_placements(DEFAULT_PIPELINE, resolve(CompileOptions(target="vulkan-spirv", gpu_arch="ampere")).passes)
+        strict = with_strict_primitives(DEFAULT_PIPELINE)
+        assert any(name in group.passes for group in (*DEFAULT_PIPELINE, *strict, *gpu))
+        return
+    for other, options in PLACING.items():
+        placed = with_placements(DEFAULT_PIPELINE, resolve(options).passes)
+        assert any(name in group.passes for group in placed) == (other == room), (name, other)
 
 
 def test_importing_the_passes_and_their_pipelines_imports_no_pass_and_no_torch_mlir():
@@ -157,10 +194,28 @@ def test_kiln_passes_lists_every_pass_and_the_default_pipeline():
     assert result.exit_code == 0, result.output
     for name, pass_ in PASSES.items():
         (line,) = [line for line in result.output.splitlines() if line.split()[:1] == [name]]
-        assert pass_.summary in line and ("upstream" if pass_.upstream else "kiln") in line
+        module = PASSES.module_of(name) or ""
+        origin = "upstream" if pass_.upstream else module.split(".")[2] if ".targets." in module else "kiln"
+        assert pass_.summary in line and line.split()[2] == origin
     for group in DEFAULT_PIPELINE:
         assert re.search(rf"^  {group.name}\s+{re.escape(', '.join(group.passes))}$", result.output, re.MULTILINE)
     assert pipeline_text(DEFAULT_PIPELINE) in result.output
+    assert "outline-contractions" not in pipeline_text(DEFAULT_PIPELINE)
+
+
+def test_kiln_passes_shows_a_targets_pipeline_with_its_passes_placed():
+    result = invoke("passes", "--target", "cuda", "--gpu-arch", "sm_90a")
+    assert result.exit_code == 0, result.output
+    placed = with_placements(DEFAULT_PIPELINE, resolve(CompileOptions(target="cuda", gpu_arch="sm_90a")).passes)
+    assert "The default pipeline for cuda" in result.output and pipeline_text(placed) in result.output
+    assert "cse,outline-contractions,outline-row-programs,pointwise-conv-to-mm)" in pipeline_text(placed)
+
+
+def test_a_target_places_its_passes_once_in_a_pipeline_that_names_them_already():
+    placements = resolve(CompileOptions(target="cuda", gpu_arch="sm_90a")).passes
+    placed = with_placements(DEFAULT_PIPELINE, placements)
+    assert with_placements(placed, placements) == placed
+    assert with_placements(TORCH_MLIR_PIPELINE, placements) == TORCH_MLIR_PIPELINE  # no anchors: nothing placed
 
 
 def test_help_documents_the_pass_flags():
@@ -182,7 +237,7 @@ def test_print_after_and_timing(tmp_path):
     assert {"02-prims.after-torch-backend-contract.mlir", "03-simplified.after-fold-sin-cos.mlir"} <= dumps
     assert not any(".after-expand-pow-square" in name for name in dumps)
     timings = re.findall(r"^ {4}([\w-]+)\s+(\d+\.\d+)s$", result.output, re.MULTILINE)
-    cpu_runs = [p for g in DEFAULT_PIPELINE[:2] for p in dict.fromkeys(g.passes) if p not in TARGETS["llvm-cpu"].passes_off]
+    cpu_runs = [p for g in cpu_pipeline()[:2] for p in dict.fromkeys(g.passes)]
     assert [name for name, _ in timings] == cpu_runs
     assert re.search(r"^  simplified\s+\d+\.\d+s\s+\d+\.\d+s\s+\d+ MiB\s*$", result.output, re.MULTILINE)  # time, CPU, memory
 
@@ -191,10 +246,9 @@ def test_print_after_all_writes_one_dump_per_pass(tmp_path):
     result = invoke("compile", EXAMPLES / "sincos.py", "-o", tmp_path / "s.vmfb", "--stop-after", "fused", "--print-after-all")
     assert result.exit_code == 0, result.output
     dumps = {path.name for path in (tmp_path / "s.stages").iterdir()}
-    for index, group in enumerate(DEFAULT_PIPELINE, start=2):
+    for index, group in enumerate(cpu_pipeline(), start=2):
         for name in group.passes:
-            ran = name not in TARGETS["llvm-cpu"].passes_off
-            assert (f"{index:02d}-{group.name}.after-{name}.mlir" in dumps) == ran, name
+            assert f"{index:02d}-{group.name}.after-{name}.mlir" in dumps, name
 
 
 def test_torch_mlir_pipeline_and_disabled_pass_change_the_stages(tmp_path):

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import ROOT, as_tuple, example_spec
+from support import ROOT, as_tuple, example_spec
 from torch import nn
 
-from kiln.compiler import CompileOptions, load_model_file, run_pipeline, spec_from_module
+from kiln.compiler import CompileOptions, load_model_file, run_pipeline, run_until, spec_from_module
 from kiln.compiler.dispatches import count_dispatches
-from kiln.compiler.targets import TARGETS
 from kiln.errors import KilnError
-from kiln.passes import DEFAULT_PIPELINE, TORCH_MLIR_PIPELINE
+from kiln.passes import DEFAULT_PIPELINE, TORCH_MLIR_PIPELINE, PassGroup, with_placements
+from kiln.targets.resolve import resolve
 
 
 class Function(nn.Module):
@@ -80,8 +80,15 @@ def inputs_for(makers: tuple[Callable[[], torch.Tensor], ...], seed: int) -> tup
     return tuple(make() for make in makers)
 
 
-# Passes llvm-cpu leaves out (targets.py): each fires for cuda, and the CPU compiles on from there.
-CPU_OFF = TARGETS["llvm-cpu"].passes_off
+def pipeline_for(options: CompileOptions) -> tuple[PassGroup, ...]:
+    """The default pipeline with the target's own passes placed in it, as a compile with `options` runs it."""
+    return with_placements(DEFAULT_PIPELINE, resolve(options).passes)
+
+
+# Passes the GPU rooms place and llvm-cpu does not: each fires for cuda, and the CPU compiles on from there.
+CPU_OFF = {name for group in pipeline_for(CompileOptions(target="cuda")) for name in group.passes} - {
+    name for group in pipeline_for(CompileOptions()) for name in group.passes
+}
 
 
 @pytest.mark.parametrize("pass_name", sorted(CASES))
@@ -90,16 +97,16 @@ def test_pass_fires_in_the_default_pipeline_and_matches_eager(pass_name, tmp_pat
     model = Function(function)
     spec = spec_from_module(model, inputs_for(makers, seed=0))
     if pass_name in CPU_OFF:
-        cuda = CompileOptions(target="cuda", dump_dir=tmp_path, print_after_all=True, stop_after="simplified")
-        run_pipeline(spec, cuda)
+        options = CompileOptions(target="cuda", dump_dir=tmp_path, print_after_all=True, stop_after="simplified")
+        run_until(spec, options)
         cpu = tmp_path / "cpu"
-        run_pipeline(spec, CompileOptions(dump_dir=cpu, print_after_all=True, stop_after="simplified"))
+        run_until(spec, CompileOptions(dump_dir=cpu, print_after_all=True, stop_after="simplified"))
         assert not list(cpu.glob(f"*.after-{pass_name}.mlir")), f"llvm-cpu ran {pass_name}"
         compilation = run_pipeline(None, CompileOptions(start_from=tmp_path / "03-simplified.mlir"))
     else:
-        compilation = run_pipeline(spec, CompileOptions(dump_dir=tmp_path, print_after_all=True))
-    assert compilation.compiled is not None
-    before, after = module_around(pass_name, tmp_path)
+        options = CompileOptions(dump_dir=tmp_path, print_after_all=True)
+        compilation = run_pipeline(spec, options)
+    before, after = module_around(pass_name, pipeline_for(options), tmp_path)
     assert before.read_text() != after.read_text(), f"{pass_name} left the module unchanged"
     fresh = inputs_for(makers, seed=1)
     with torch.no_grad():
@@ -110,9 +117,9 @@ def test_pass_fires_in_the_default_pipeline_and_matches_eager(pass_name, tmp_pat
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
-def module_around(pass_name: str, dump_dir: Path) -> tuple[Path, Path]:
+def module_around(pass_name: str, pipeline: tuple[PassGroup, ...], dump_dir: Path) -> tuple[Path, Path]:
     """The dumps of the module just before and just after `pass_name`, from `print_after_all`."""
-    ran = [(index, group.name, name) for index, group in enumerate(DEFAULT_PIPELINE, start=2) for name in group.passes]
+    ran = [(index, group.name, name) for index, group in enumerate(pipeline, start=2) for name in group.passes]
     position = next(i for i, (_, _, name) in enumerate(ran) if name == pass_name)
     index, stage, _ = ran[position]
     after = dump_dir / f"{index:02d}-{stage}.after-{pass_name}.mlir"
@@ -127,7 +134,6 @@ def test_low_precision_decompositions_match_eager():
     model = Function(lambda x: F.gelu(x) + torch.sigmoid(x))
     x = torch.randn(4, 8).bfloat16()
     compiled = run_pipeline(spec_from_module(model, (x,)), CompileOptions()).compiled
-    assert compiled is not None
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=2e-2, atol=2e-2)
 
@@ -149,7 +155,6 @@ def test_an_op_outside_the_set_that_torch_mlir_lowers_compiles_matches_and_is_re
     x = torch.randn(4, 8)
     options = CompileOptions(dump_dir=tmp_path, disable_passes=("decompose-gelu",))
     compiled = run_pipeline(spec_from_module(model, (x,)), options).compiled
-    assert compiled is not None
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
     report = (tmp_path / "02-prims.outside-primitives.txt").read_text().splitlines()
@@ -168,7 +173,6 @@ def test_ops_nothing_lowers_are_named_all_at_once(tmp_path):
 def test_sincos_has_no_transcendental_math_and_returns_ones(tmp_path):
     spec = example_spec("sincos")
     compiled = run_pipeline(spec, CompileOptions(dump_dir=tmp_path)).compiled
-    assert compiled is not None
     x = torch.randn(1024, 1024) * 100
     torch.testing.assert_close(compiled(x), torch.ones_like(x), rtol=0, atol=0)
     math_ops = re.compile(r"\bmath\.\w+|\bllvm\.intr\.(sin|cos|exp|log|pow)|@(sinf|cosf|expf|logf|powf)\b")
@@ -185,7 +189,6 @@ def test_gelu_layernorm_needs_no_more_dispatches_with_our_passes(tmp_path):
     compiled = run_pipeline(spec, CompileOptions(dump_dir=on, kernels="off")).compiled
     run_pipeline(spec, CompileOptions(dump_dir=off, pipeline=TORCH_MLIR_PIPELINE, kernels="off"))
     assert count_dispatches(on) <= count_dispatches(off)
-    assert compiled is not None
     torch.manual_seed(1)
     inputs = tuple(torch.randn_like(x) for x in spec.example_inputs)
     with torch.no_grad():
@@ -195,7 +198,7 @@ def test_gelu_layernorm_needs_no_more_dispatches_with_our_passes(tmp_path):
 def test_fusion_report_and_graphs(tmp_path):
     model = Function(lambda x, b: torch.exp(x + b) * (x + b) - torch.tanh(x) / 2)
     spec = spec_from_module(model, (torch.randn(4, 8), torch.randn(8)))
-    run_pipeline(spec, CompileOptions(dump_dir=tmp_path, stop_after="fused"))
+    run_until(spec, CompileOptions(dump_dir=tmp_path, stop_after="fused"))
     report = (tmp_path / "05-fused.fusion-report.md").read_text()
     before, after = map(int, re.search(r"linalg ops: (\d+) before fusion, (\d+) after", report).groups())
     assert after < before
@@ -204,3 +207,22 @@ def test_fusion_report_and_graphs(tmp_path):
     for name in ("before", "after"):
         dot = (tmp_path / f"05-fused.fusion-{name}.dot").read_text()
         assert dot.startswith("digraph") and "->" in dot
+
+
+def test_a_stopped_run_returns_its_stages_value_and_a_whole_run_the_artifact(tmp_path):
+    """`run_until` (--stop-after) gives the value of the stage it stopped after; `run_pipeline` always
+    gives the artifact, and is not the function for a stop; nor is `kiln.compile`."""
+    from kiln import compile as kiln_compile
+    from kiln.compiler.pipeline import Program
+
+    model, x = Function(lambda x: torch.exp(x) + 1), torch.randn(4, 8)
+    stopped = run_until(spec_from_module(model, (x,)), CompileOptions(dump_dir=tmp_path, stop_after="simplified"))
+    assert stopped.stage == "simplified" and isinstance(stopped.value, Program)
+    assert [report.name for report in stopped.stages] == ["exported", "aten", "prims", "simplified"]
+    assert "torch.aten.exp" in str(stopped.value) and (tmp_path / "03-simplified.mlir").is_file()
+    with pytest.raises(ValueError, match="run_until"):
+        run_pipeline(spec_from_module(model, (x,)), CompileOptions(stop_after="simplified"))
+    with pytest.raises(ValueError, match="stop_after"):
+        run_until(spec_from_module(model, (x,)), CompileOptions())
+    with pytest.raises(ValueError, match="run_until"):
+        kiln_compile(model, (x,), stop_after="aten")

@@ -1,4 +1,5 @@
-"""Each pass's lit test, tests/passes/<pass-name>.mlir, run by lit from pytest: `make test` runs all."""
+"""Each pass's lit test, run by lit from pytest (`make test` runs all): tests/passes/<pass-name>.mlir
+for the target-neutral passes, targets/<room>/tests/passes/<pass-name>.mlir for a room's."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-LIT_TESTS = sorted((Path(__file__).parent / "passes").glob("*.mlir"))
+ROOT = Path(__file__).resolve().parent.parent
+LIT_TESTS = sorted([*(ROOT / "tests" / "passes").glob("*.mlir"), *(ROOT / "targets").glob("*/tests/passes/*.mlir")])
 LIT = str(Path(sys.executable).parent / "lit")  # the console script of this environment (lit has no __main__)
 
 

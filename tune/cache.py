@@ -22,16 +22,17 @@ from typing import Any
 from kiln.compiler.artifact import versions
 from kiln.compiler.model_file import ModelSource, ModelSpec
 from kiln.compiler.options import CompileOptions
-from kiln.compiler.targets import get_target, resolve
 from kiln.errors import KilnError
 from kiln.runtime.tensors import describe_inputs
+from kiln.targets import get_target
+from kiln.targets.resolve import resolve
 
 from .measure import Measurement
 from .space import TunedSettings, apply_settings
 
 STAGE = "tune"
 ENTRY_SCHEMA = "kiln-tune/1"
-# What a target's details say about the device compiled for (targets.py); the rest explains a choice.
+# What a target's details say about the device compiled for (kiln.targets); the rest explains a choice.
 DEVICE_DETAILS = ("cpu", "machine", "host_cpu", "gpu_arch")
 
 

@@ -32,11 +32,11 @@ from kiln.compiler.artifact import versions
 from kiln.compiler.model_file import ModelSource, ModelSpec
 from kiln.compiler.options import CompileOptions
 from kiln.compiler.pipeline import run_pipeline
-from kiln.compiler.targets import get_target
 from kiln.compiler.weights import Parameters
 from kiln.errors import KilnError
 from kiln.measure.bundle import Bundle, Entry, add_artifact, write_reference
 from kiln.measure.timing import Settings, cpu_clock, environment, others_share, torch_device_for
+from kiln.targets import get_target
 
 from .cache import TuneEntry, command_for, key_fields, key_of, store
 from .measure import (
@@ -103,7 +103,6 @@ class CandidateFolder:
         except Exception as exc:  # a candidate that does not compile is a verdict, not the end of the search
             candidate = replace(candidate, error=f"compile failed: {first_line(exc)}")
         else:
-            assert compiled is not None
             candidate = replace(candidate, compile_s=round(time.perf_counter() - start, 2))
             if compiled.parameters is not None:
                 self._share(compiled.parameters)

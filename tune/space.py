@@ -18,9 +18,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kiln.compiler.options import CompileOptions
-from kiln.compiler.targets import HANDOFFS, TARGETS, get_target
 from kiln.errors import KilnError
 from kiln.passes import PIPELINES, parse_pipeline
+from kiln.targets import TARGETS, get_target
+from kiln.targets.llvm_cpu.target import DATA_TILING
+from kiln.targets.resolve import HANDOFFS
 
 STAGE = "tune"
 
@@ -126,8 +128,8 @@ def _llvm_cpu() -> tuple[Knob, ...]:
             "dispatch-creation path; global: its global-optimization path)",
             (
                 Choice("on"),
-                Choice("global", iree_flags=("--iree-opt-data-tiling=false", "--iree-global-opt-data-tiling=true")),
-                Choice("off", iree_flags=("--iree-opt-data-tiling=false",)),
+                Choice("global", iree_flags=DATA_TILING.choices[1]),  # the lever's fallback (targets/llvm_cpu/target.py)
+                Choice("off", iree_flags=DATA_TILING.choices[1][:1]),
             ),
         ),
         Knob(
@@ -203,7 +205,7 @@ def _llvm_gpu(target: str) -> tuple[Knob, ...]:
 def _cuda() -> tuple[Knob, ...]:
     kernels = Knob(
         "kernels",
-        "kiln's own kernels on Hopper (sm_90a; compiler/kernels/): matmuls, convolutions, depthwise convolutions, "
+        "kiln's own kernels on Hopper (sm_90a; targets/cuda/kernels/): matmuls, convolutions, depthwise convolutions, "
         "max pooling, attention, and row programs (layer norms and softmax with the ops around them, long "
         "elementwise chains); or IREE's code for all",
         (Choice("on"), Choice("off", options=(("kernels", "off"),))),

@@ -1,0 +1,39 @@
+"""The contract between the cuda room's passes and its kernels: what outline-contractions marks, and
+which contractions the kernels take. The importer asks it too (through the room's KernelProvider),
+to keep attention whole where the kernel computes it.
+"""
+
+from __future__ import annotations
+
+ATTRIBUTE = "kiln.contraction"  # outline-contractions' description of each function it makes
+KERNEL_DTYPES = ("f32", "bf16", "f16")
+HEAD_DIMS = (16, 32, 64, 128)  # the attention kernel holds whole head rows: powers of two up to 128
+
+
+def attention_outlined(
+    query: tuple[int, ...], key: tuple[int, ...], value: tuple[int, ...], dtype: str, plain: bool,
+    mask: tuple[tuple[int, ...], str] | None = None,
+) -> bool:  # fmt: skip
+    """Whether outline-contractions takes a scaled_dot_product_attention with these (static) operand shapes and dtype
+    (MLIR's spelling); `plain`: no dropout, no grouped heads; `mask`: the mask tensor's shape and dtype
+    (i1, or a float dtype: added to the scores), rank 4 and broadcastable."""
+    if mask is not None:
+        full = (query[0], query[1], query[2], key[2]) if len(query) == 4 and len(key) == 4 else ()
+        shape, mask_dtype = mask
+        if mask_dtype not in ("i1", *KERNEL_DTYPES) or not _broadcasts(shape, full):
+            return False
+    return (
+        plain
+        and dtype in KERNEL_DTYPES
+        and len(query) == 4
+        and len(key) == 4
+        and tuple(value) == tuple(key)
+        and tuple(query[:2]) == tuple(key[:2])
+        and query[3] == key[3]
+        and query[3] in HEAD_DIMS
+    )
+
+
+def _broadcasts(shape: tuple[int, ...], full: tuple[int, ...]) -> bool:
+    """Whether a rank-4 `shape` broadcasts to `full` (each size 1 or the full one)."""
+    return len(shape) == 4 == len(full) and all(size in (1, whole) for size, whole in zip(shape, full, strict=True))

@@ -1,0 +1,229 @@
+"""outline-row-programs: each layer norm, RMS norm or softmax with the elementwise ops around it moves into a function of its own.
+
+A layer norm is, at this level, sums along the last dimension between elementwise ops; IREE's GPU
+code for such a dispatch walks each row once per sum, re-reading its inputs and recomputing what came
+before (a bias add and a GELU, say), one warp a row. kiln's row kernel (targets/cuda/kernels/row_source.py)
+instead holds whole rows in registers and reads and writes each element once. This pass marks where,
+as outline-contractions does for the contractions: a region of ops becomes a call of a private
+function that carries a `kiln.contraction` description (kind "rows": the shape, the inputs, the
+steps) and computes the region with the same torch ops, which stay should no kernel replace them.
+
+A region grows upwards from its last op (its one result, of some shape [..., H]): an op joins when it
+is one the kernel computes (elementwise arithmetic, neg, reciprocal, relu, rsqrt, sqrt, exp, erf,
+tanh, a float `to.dtype`, a sum or maximum over the last dimension with keepdim) and every user of
+its result is already in the region; its tensor operands must be of the full shape, one value per
+row ([..., 1]) or one per column ([H]). Everything else the region reads is an input of the
+function. A region is outlined if it reduces along its rows, or if it is an elementwise chain of
+at least LONG_CHAIN_ELEMENTS elements with an exp, erf or tanh (a GELU between two Linear layers):
+IREE fuses such a chain into one pass too, but its dispatch runs one warp a workgroup, at about
+half the H100's bandwidth (benchmarks/NOTES.md); shorter chains are left to it.
+
+The cuda room places it beside outline-contractions, where its kernels apply (sm_90a, the torch
+hand-off, kernels on).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from torch_mlir import ir
+
+from kiln.passes.pass_api import Pass, PassRun
+from kiln.passes.torch_build import constant_bool, constant_ints, dtype_of, shape_of, static_type
+from kiln.passes.torch_ir import defining_op, is_none, number, splat, tensor_type
+
+from .outline_contractions import Builder, Outliner, erase_with_unused_producers, model_functions
+
+STEP_OPS = {
+    "torch.aten.add.Tensor": "add", "torch.aten.sub.Tensor": "sub", "torch.aten.mul.Tensor": "mul", "torch.aten.div.Tensor": "div",
+    "torch.aten.add.Scalar": "add", "torch.aten.sub.Scalar": "sub", "torch.aten.mul.Scalar": "mul", "torch.aten.div.Scalar": "div",
+    "torch.aten.neg": "neg", "torch.aten.reciprocal": "reciprocal", "torch.aten.relu": "relu", "torch.aten.rsqrt": "rsqrt",
+    "torch.aten.sqrt": "sqrt", "torch.aten.exp": "exp", "torch.aten.erf": "erf", "torch.aten.tanh": "tanh",
+    "torch.aten.to.dtype": "cast",
+    "torch.aten.sum.dim_IntList": "sum", "torch.aten.amax": "amax", "torch.aten.max.dim": "amax",  # its indices unused
+}  # fmt: skip
+REDUCTIONS = ("sum", "amax")
+FLOAT_DTYPES = ("f32", "bf16", "f16")
+BINARY = ("add", "sub", "mul", "div")
+MAX_INPUTS = 8  # more operands than this is not a norm's neighbourhood
+# An elementwise chain alone is outlined when it is long and costly enough for the kernel's full
+# bandwidth to pay over IREE's one-warp elementwise dispatches. Measured on the H100 (interleaved
+# A/B, benchmarks/NOTES.md): 2M elements 4% faster a call, 1M 7-10% slower, 16M 22-32% faster.
+TRANSCENDENTAL = ("exp", "erf", "tanh")
+LONG_CHAIN_ELEMENTS = 1 << 21
+
+
+def run(module: ir.Operation, pass_run: PassRun) -> None:
+    outliner = Outliner(module)
+    for function in model_functions(module):
+        block = function.regions[0].blocks[0]
+        ops = [op.operation for op in block.operations]
+        position = {op: index for index, op in enumerate(ops)}
+        claimed: set[ir.Operation] = set()
+        regions = []
+        for sink in reversed(ops):  # all found before any is outlined, which erases ops
+            region = _region(sink, position) if sink not in claimed else None
+            if region is not None:
+                claimed.update(region.ops)
+                regions.append(region)
+        for region in regions:
+            outliner.call(region.ops[-1], region.description(), region.inputs, region.replay)
+            for index in reversed(range(len(region.ops))):  # users first
+                erase_with_unused_producers(region.ops[index], spared=region.ops[:index])
+
+
+@dataclass
+class _Region:
+    """The ops of one row program, in program order (the last is the sink), and what they read."""
+
+    shape: tuple[int, ...]
+    ops: list[ir.Operation]
+    inputs: list[ir.Value]
+    steps: list[tuple[Any, ...]]
+
+    def description(self) -> dict[str, Any]:
+        inputs = [[list(shape_of(value)), dtype_of(value)] for value in self.inputs]
+        return {"kind": "rows", "shape": list(self.shape), "inputs": inputs, "steps": [list(step) for step in self.steps]}
+
+    def replay(self, build: Builder, args: list[ir.Value]) -> ir.Value:
+        """The region's ops again, reading `args` for its inputs (IREE's code, where no kernel is used)."""
+        mapping = dict(zip(self.inputs, args, strict=True))
+        for op in self.ops:
+            operands = [mapping[value] if value in mapping else _cloned_constant(value) for value in op.operands]
+            attributes = {named.name: named.attr for named in op.attributes}
+            results = [result.type for result in op.results]  # max.dim's unused indices too
+            mapping[op.results[0]] = ir.Operation.create(op.name, results=results, operands=operands, attributes=attributes).results[0]
+        return mapping[self.ops[-1].results[0]]
+
+
+def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | None:
+    """The row program that ends at `sink`, or None where none does (not a step, no sum, ...)."""
+    described = static_type(sink.results[0]) if len(sink.results) == 1 else None
+    shape = tuple(size for size in described.shape if size is not None) if described is not None else ()
+    sink_step = _step(sink, shape) if len(shape) >= 2 and shape[-1] >= 2 else None
+    if sink_step is None:
+        return None
+    members = {sink: sink_step}  # each op of the region -> its step, as _step reads it
+    grown = True
+    while grown:
+        grown = False
+        for op in list(members):
+            for value in op.operands:
+                candidate = defining_op(value)
+                if candidate is None or candidate in members or candidate not in position:  # the same block only
+                    continue
+                step = _step(candidate, shape)
+                if step is not None and all(use.owner in members for use in candidate.results[0].uses):
+                    members[candidate] = step
+                    grown = True
+    ops = sorted(members, key=position.__getitem__)
+    kinds = {kind for kind, _ in members.values()}
+    if not kinds & set(REDUCTIONS) and not (kinds & set(TRANSCENDENTAL) and math.prod(shape) >= LONG_CHAIN_ELEMENTS):
+        return None
+    numbers: dict[ir.Value, int] = {}
+    inputs: list[ir.Value] = []
+    for op in ops:  # the inputs first, numbered in the order the ops read them
+        for value in _tensor_operands(op):
+            if defining_op(value) not in members and value not in numbers and _role(value, shape) is not None:
+                numbers[value] = len(inputs)
+                inputs.append(value)
+    if len(inputs) > MAX_INPUTS or not any(_role(value, shape) == "full" for value in inputs):
+        return None
+    steps = []
+    for op in ops:
+        kind, operands = members[op]
+        steps.append((kind, dtype_of(op.results[0]), *(numbers[x] if isinstance(x, ir.Value) else x for x in operands)))
+        numbers[op.results[0]] = len(inputs) + len(steps) - 1
+    return _Region(shape, ops, inputs, steps)
+
+
+def _step(op: ir.Operation, shape: tuple[int, ...]) -> tuple[str, list[ir.Value | float]] | None:
+    """(the kernel's op, its operands: values, or finite float constants) for an op the kernel computes
+    in a program over `shape`, else None."""
+    kind = STEP_OPS.get(op.name)
+    if kind is None or _role(op.results[0], shape) is None or any(list(result.uses) for result in op.results[1:]):
+        return None
+    x = op.operands[0]
+    if kind in REDUCTIONS:
+        if op.name == "torch.aten.max.dim":
+            dim = number(op.operands[1])
+            dims = [dim] if isinstance(dim, int) else None
+        else:
+            dims = constant_ints(op.operands[1])
+        keepdim = constant_bool(op.operands[2])
+        dtype_given = op.name == "torch.aten.sum.dim_IntList" and not is_none(op.operands[3])
+        if dims not in ([len(shape) - 1], [-1]) or not keepdim or dtype_given or _role(x, shape) != "full":
+            return None
+        return kind, [x]
+    if kind not in BINARY:  # unary, a cast too
+        return (kind, [x]) if _role(x, shape) is not None else None
+    operands = [_operand(value, shape) for value in op.operands[:2]]
+    if any(operand is None for operand in operands):
+        return None
+    if kind in ("add", "sub"):
+        alpha = number(op.operands[2])
+        if alpha != 1:
+            if alpha is None or not isinstance(operands[1], float):
+                return None
+            operands[1] = float(operands[1] * alpha)
+    return kind, [operand for operand in operands if operand is not None]
+
+
+def _operand(value: ir.Value, shape: tuple[int, ...]) -> ir.Value | float | None:
+    """A binary op's operand as the program reads it: a value it spans, or a finite constant (a
+    `torch.constant.int/float` or a one-element literal tensor)."""
+    if tensor_type(value.type) is None:
+        found = number(value)
+    elif _role(value, shape) is not None:
+        return value
+    else:
+        found = _constant(value)
+    return float(found) if isinstance(found, int | float) and math.isfinite(found) else None
+
+
+def _role(value: ir.Value, shape: tuple[int, ...]) -> str | None:
+    """How `value` spans a program over `shape`: "full", "row" ([..., 1]), "column" ([H], or with leading 1s), or None."""
+    described = tensor_type(value.type)
+    if described is None or not described.static or described.dtype not in FLOAT_DTYPES:
+        return None
+    own = tuple(size for size in described.shape if size is not None)
+    if own == shape:
+        return "full"
+    if own == (*shape[:-1], 1):
+        return "row"
+    if len(own) <= len(shape) and own[-1:] == shape[-1:] and all(size == 1 for size in own[:-1]):
+        return "column"
+    return None
+
+
+def _constant(value: ir.Value) -> float | None:
+    """A one-element literal tensor's value, taken as a constant of the program."""
+    described = tensor_type(value.type)
+    if described is None or not described.static or math.prod(size or 1 for size in described.shape) != 1:
+        return None
+    found = splat(value)
+    return float(found) if isinstance(found, int | float) and math.isfinite(found) else None
+
+
+def _tensor_operands(op: ir.Operation) -> list[ir.Value]:
+    return [value for value in op.operands if tensor_type(value.type) is not None]
+
+
+def _cloned_constant(value: ir.Value) -> ir.Value:
+    """A copy, at the insertion point, of the constant (or list of constants) `value` is."""
+    op = defining_op(value)
+    assert op is not None, f"a row program reads {value} from outside, which is not a constant"
+    if op.name == "torch.prim.ListConstruct":
+        items = [_cloned_constant(item) for item in op.operands]
+        return ir.Operation.create(op.name, results=[value.type], operands=items).results[0]
+    return op.clone().results[0]
+
+
+PASS = Pass(
+    name="outline-row-programs",
+    summary="layer norms and softmax with the elementwise ops around them, and long elementwise chains -> calls of outlined row programs (cuda, sm_90a)",
+    level="torch",
+    run=run,
+)

@@ -1,0 +1,48 @@
+"""Helpers shared by kiln's tests (tests/) and the target rooms' tests (targets/<room>/tests/): load
+example model files, compile them, compare with eager, and say which devices are visible.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kiln.compiler import Compiled, CompileOptions, ModelSpec, load_model_file, run_pipeline
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def example_spec(name: str) -> ModelSpec:
+    return load_model_file(EXAMPLES / f"{name}.py")
+
+
+def compile_spec(spec: ModelSpec, **options: object) -> Compiled:
+    return run_pipeline(spec, CompileOptions(**options)).compiled  # type: ignore[arg-type]
+
+
+def eager(spec: ModelSpec, *inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Eager PyTorch's result for the first entry point (what calling the artifact runs)."""
+    entry = spec.entries[0]
+    result = entry(*(inputs or entry.example_inputs))
+    return result if isinstance(result, tuple) else (result,)
+
+
+def as_tuple(value: object) -> tuple[torch.Tensor, ...]:
+    return value if isinstance(value, tuple) else (value,)  # type: ignore[return-value]
+
+
+def device_visible(driver: str) -> bool:
+    """Whether IREE sees a device of `driver` ("cuda", "vulkan") on this machine."""
+    try:
+        import iree.runtime as rt
+
+        return bool(rt.get_driver(driver).query_available_devices())
+    except Exception:
+        return False
+
+
+gpu = pytest.mark.skipif(not device_visible("cuda"), reason="no CUDA device visible to IREE")
+vulkan = pytest.mark.skipif(not device_visible("vulkan"), reason="no Vulkan device visible to IREE")
