@@ -81,12 +81,12 @@ def compile_file(
     architecture compiled for, and each output's verification. A failed verification writes nothing.
     `options.stop_after` is `run_file_until`'s (a ValueError here).
     """
-    resolve(options)  # a bad option fails before the model file is loaded (run_pipeline resolves them again)
+    resolved = resolve(options)  # a bad option fails before the model file is loaded
     if options.stop_after is not None:
         raise ValueError(f"compile_file makes an artifact: stop_after={options.stop_after!r} is for run_file_until")
     check_output(output)  # before minutes of compiling, not after
     spec, load = _load(source)
-    compilation = run_pipeline(spec, options, progress, say)
+    compilation = run_pipeline(spec, options, progress, say, resolved)
     compiled = compilation.compiled
     checks: tuple[OutputCheck, ...] = ()
     steps: list[StageReport] = []
@@ -113,9 +113,9 @@ def run_file_until(
 ) -> StoppedResult:
     """`--stop-after`: run the stages of `source` (or of `options.start_from`) up to `options.stop_after`;
     their dumps are the result, no artifact is written."""
-    resolve(options)  # a bad option fails before the model file is loaded
+    resolved = resolve(options)  # a bad option fails before the model file is loaded
     spec, load = _load(source)
-    return StoppedResult(run_until(spec, options, progress, say), load)
+    return StoppedResult(run_until(spec, options, progress, say, resolved), load)
 
 
 def _load(source: ModelSource | None) -> tuple[ModelSpec | None, StageReport | None]:

@@ -87,18 +87,20 @@ def run_pipeline(
     options: CompileOptions,
     progress: Callable[[str], None] = lambda line: None,
     say: Callable[[str], None] = lambda line: None,
+    resolved: ResolvedTarget | None = None,
 ) -> Compilation:
     """Run every stage for `options` on `model`, or on the dump `options.start_from` (then `model` is
     None): the artifact, or a KilnError. A run that stops early (`options.stop_after`) is `run_until`'s;
     here it is a ValueError.
 
-    The options are resolved first, so a bad one fails before a model file is even loaded.
-    `progress` gets a line as each stage starts and ends; `say` the note on what a GPU artifact is
-    built for, when that is not simply what was asked.
+    The options are resolved first, so a bad one fails before a model file is even loaded; a caller
+    that loads the model itself resolves them before that and hands `resolved` in, so that the choices
+    are made once. `progress` gets a line as each stage starts and ends; `say` the note on what a GPU
+    artifact is built for, when that is not simply what was asked.
     """
     if options.stop_after is not None:
         raise ValueError(f"run_pipeline runs every stage: stop_after={options.stop_after!r} is for run_until")
-    compiled, reports, resolved, spec = _run_stages(model, options, progress, say)
+    compiled, reports, resolved, spec = _run_stages(model, options, progress, say, resolved or resolve(options))
     return Compilation(compiled, reports, resolved, spec)
 
 
@@ -107,14 +109,16 @@ def run_until(
     options: CompileOptions,
     progress: Callable[[str], None] = lambda line: None,
     say: Callable[[str], None] = lambda line: None,
+    resolved: ResolvedTarget | None = None,
 ) -> Stopped:
     """Run the stages up to `options.stop_after` and stop there (`--stop-after`): that stage's value,
     with the dumps a whole run would have written so far. `options.stop_after` must name a stage of the
     pipeline in use (a KilnError otherwise); without one this is a ValueError: `run_pipeline` runs them all.
+    `resolved`: as `run_pipeline` takes it.
     """
     if options.stop_after is None:
         raise ValueError("run_until needs options.stop_after, the stage to stop after; run_pipeline runs every stage")
-    value, reports, resolved, spec = _run_stages(model, options, progress, say)
+    value, reports, resolved, spec = _run_stages(model, options, progress, say, resolved or resolve(options))
     return Stopped(options.stop_after, value, reports, resolved, spec)
 
 
@@ -123,10 +127,10 @@ def _run_stages(
     options: CompileOptions,
     progress: Callable[[str], None],
     say: Callable[[str], None],
+    resolved: ResolvedTarget,
 ) -> tuple[Any, tuple[StageReport, ...], ResolvedTarget, ModelSpec | None]:
     """The loop behind `run_pipeline` and `run_until`: the last stage's value (the artifact, or the
     value of `options.stop_after`'s stage), the stage reports, the resolved target and the model."""
-    resolved = resolve(options)
     if resolved.note is not None:
         say(f"note: {resolved.note}")
     spec = model.load() if isinstance(model, ModelSource) else model

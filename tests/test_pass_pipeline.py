@@ -270,3 +270,23 @@ def test_kiln_opt_names_unknown_passes(tmp_path):
     result = invoke("opt", source, "--pass", "fold-sin-cos,fuse-elementwize")
     assert result.exit_code == 1
     assert "unknown pass 'fuse-elementwize'; did you mean fuse-elementwise" in result.output
+
+
+def test_a_compile_resolves_its_target_once(tmp_path, monkeypatch):
+    """The driver checks the options before loading the model, and hands what it resolved to the
+    pipeline: the target's choices are made once, not rebuilt (a regression: they were made twice)."""
+    from dataclasses import replace
+
+    from kiln.compiler import ModelSource, compile_file
+    from kiln.targets import TARGETS
+
+    calls = []
+    cpu = TARGETS["llvm-cpu"]
+
+    def choose(*args):
+        calls.append(args)
+        return cpu.choose(*args)
+
+    monkeypatch.setitem(TARGETS, "llvm-cpu", replace(cpu, choose=choose))
+    compile_file(ModelSource(EXAMPLES / "mlp.py"), CompileOptions(), tmp_path / "mlp.vmfb")
+    assert len(calls) == 1
