@@ -1,16 +1,10 @@
-"""lit configuration for the cuda room's pass tests: one `<pass-name>.mlir` per pass, run with `kiln opt`.
+"""lit configuration for the cuda room's pass tests: tests/passes/lit.cfg.py's, for this folder.
 
-Run them with `lit targets/cuda/tests/passes` (or through pytest: tests/test_passes_lit.py). `kiln` and
-`filecheck` come from the environment lit runs in.
+Run them with `lit targets/cuda/tests/passes` (or through pytest: tests/test_passes_lit.py).
 """
 
 import os
-import sys
 
-import lit.formats
-
-config.name = "kiln-cuda-passes"  # noqa: F821  (lit defines `config`)
-config.test_format = lit.formats.ShTest()  # noqa: F821
-config.suffixes = [".mlir"]  # noqa: F821
+lit_config.load_config(config, os.path.join(os.path.dirname(__file__), *[os.pardir] * 4, "tests", "passes", "lit.cfg.py"))  # noqa: F821
+config.name = "kiln-cuda-passes"  # noqa: F821  (lit defines `config` and `lit_config`)
 config.test_source_root = os.path.dirname(__file__)  # noqa: F821
-config.environment["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])  # noqa: F821
