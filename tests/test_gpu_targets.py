@@ -27,6 +27,7 @@ from kiln.targets import GPU_TARGETS, TARGETS
 from kiln.targets import gpu as gpu_archs
 from kiln.targets.resolve import resolve
 
+
 def choose_arch(target: str, requested: str | None) -> gpu_archs.ArchChoice:
     archs = TARGETS[target].archs
     assert archs is not None
