@@ -143,6 +143,6 @@ PASS = Pass(
     run=run,
     hint=(
         "the op has no lowering in torch-mlir: rewrite that part of the model with supported ops, or "
-        "decompose the op in a kiln pass (see `kiln passes` and the README)"
+        "decompose the op in a kiln pass (see `kiln passes` and docs/passes.md)"
     ),
 )

@@ -1,6 +1,6 @@
 """fold-relu-relu: `relu(relu(x))` becomes `relu(x)`.
 
-relu is idempotent, so the outer one does nothing. (The README's example of a new pass.)
+relu is idempotent, so the outer one does nothing. (docs/passes.md's example of a new pass.)
 """
 
 from __future__ import annotations

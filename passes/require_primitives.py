@@ -30,7 +30,7 @@ PASS = Pass(
     level="torch",
     run=run,
     hint=(
-        "decompose the op into primitives in a kiln pass (see `kiln passes` and the README), "
+        "decompose the op into primitives in a kiln pass (see `kiln passes` and docs/passes.md), "
         "or compile without --strict-primitives: check-primitives lets through the ops torch-mlir lowers"
     ),
 )
