@@ -10,8 +10,8 @@ there. The body is the producer's own arith and math ops, so IREE lowers them (i
 rounding) exactly as in the elementwise dispatch it replaces.
 
 Each program is its own `stream.executable` whose one export has the executable's name (IREE links
-every executable of a module into one, where export names must differ); the rewrite (rewrite.py)
-decides which producers qualify and translates their bodies.
+every executable of a module into one, where export names must differ); the layer norm rewrite
+(layer_norm.py) decides which producers qualify and translates their bodies.
 """
 
 from __future__ import annotations
