@@ -1,10 +1,10 @@
-"""The kernels' object files: kiln_amx.c and kiln_rows.c built by this machine's C compiler at
-first use, then cached.
+"""The kernels' object files: the C sources (the implicit-GEMM kernel's kiln_gemm_*.c, the row
+kernels' kiln_rows.c) built by this machine's C compiler at first use, then cached.
 
 IREE links the objects into the artifact's own code (an embedded ELF), so it is needed only where
 kiln compiles, never where the artifact runs. Building it here instead of shipping a binary keeps
 the package pure Python and the objects tied to their sources: the cache key is a SHA-256 over the
-sources, the compile flags and the compiler's version line. The code is freestanding (no libc, no
+sources and the header they share, the compile flags and the compiler's version line. The code is freestanding (no libc, no
 globals), position-independent and plain x86-64 outside the functions marked for AMX or
 AVX512-BF16, so any gcc >= 11 or clang >= 12 builds it on an x86-64 host whatever the target CPU.
 No compiler, or one that fails, is `Unavailable`: IREE's own code computes those contractions.
@@ -24,7 +24,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-SOURCES = tuple(Path(__file__).with_name(name) for name in ("kiln_amx.c", "kiln_rows.c"))
+# The implicit-GEMM kernel: its bf16 workgroup function, which calls the AMX or the AVX512-BF16 path,
+# each path, and the f32 path with its workgroup function; then the row kernels. One object each.
+SOURCES = tuple(
+    Path(__file__).with_name(name)
+    for name in ("kiln_gemm_bf16.c", "kiln_gemm_amx.c", "kiln_gemm_avx512bf16.c", "kiln_gemm_avx512f.c", "kiln_rows.c")
+)
+HEADERS = (Path(__file__).with_name("kiln_gemm.h"),)  # what the sources include: in the cache key too
 OBJECT_NAMES = tuple(source.with_suffix(".o").name for source in SOURCES)  # what the executable's objects name
 FLAGS = (
     "-O3", "-std=c17", "-ffreestanding", "-fno-builtin", "-fno-strict-aliasing", "-fPIC", "-fvisibility=hidden",
@@ -50,7 +56,7 @@ def kernel_objects() -> Path:
     compiler = _compiler()
     version = _version_line(compiler)
     digest = hashlib.sha256()
-    for source in SOURCES:
+    for source in (*SOURCES, *HEADERS):
         digest.update(source.read_bytes())
     digest.update("\0".join((*FLAGS, version)).encode())
     folder = cache_dir() / digest.hexdigest()[:32]

@@ -1,6 +1,6 @@
 """Which of kiln's CPU kernel paths a target CPU can run: AMX, AVX512-BF16, AVX-512F, or none.
 
-kiln's contraction kernel (kiln_amx.c) has two bf16 paths over one packed weight layout, AMX tiles
+kiln's contraction kernel (kiln_gemm_*.c) has two bf16 paths over one packed weight layout, AMX tiles
 (TDPBF16PS) and AVX512-BF16 (VDPBF16PS), and an f32 path of AVX-512F FMAs, which every CPU with
 either bf16 path has too. A compile for an LLVM CPU name takes the features that
 name implies (LLVM's x86 tables, for the names that have either feature); `host` takes this

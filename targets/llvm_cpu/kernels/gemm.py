@@ -1,4 +1,4 @@
-"""Contractions on kiln's implicit-GEMM kernel (kiln_amx.c): convolutions, matmuls, batch matmuls.
+"""Contractions on kiln's implicit-GEMM kernel (kiln_gemm_*.c): convolutions, matmuls, batch matmuls.
 
 Each contraction of the model's element type that matches becomes a call to a private function
 holding the layout changes, the weight packing and the kernel's dispatch (mlir.py):
@@ -74,7 +74,7 @@ def route(handoff: HandOff, ops: list[ir.Operation]) -> None:
             handoff.decisions.append(Decision(name, label, "iree", str(why)))
             continue
         handoff.taken += 1
-        handoff.decisions.append(Decision(name, label, "kiln", f"{path} path of kiln_amx.c", call, handoff.element))
+        handoff.decisions.append(Decision(name, label, "kiln", f"{path} path of kiln_gemm_{path}.c", call, handoff.element))
 
 
 def involves_bf16(op: ir.Operation) -> bool:

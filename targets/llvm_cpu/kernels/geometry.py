@@ -1,9 +1,10 @@
 """One call of the kernel: an implicit-GEMM convolution over NHWC bf16 input, and its workgroup tiling.
 
-kiln_amx.c computes Y[nb][oh][ow][cout] (f32) from a padded input X[nb][hp][wp][cin] (bf16) and the
-weights packed in AMX's tile layout. A matmul is its 1x1 case: M rows viewed as `oh` strips of `ow`
-rows, so that workgroups can split M. Each IREE workgroup computes `nbw` output channels of `rows`
-output rows (flattened n, oh), walking K in chunks of `kc` 32-wide steps.
+The implicit-GEMM kernel (kiln_gemm.h) computes Y[nb][oh][ow][cout] (f32) from a padded input
+X[nb][hp][wp][cin] (bf16) and the weights packed in AMX's tile layout. A matmul is its 1x1 case: M
+rows viewed as `oh` strips of `ow` rows, so that workgroups can split M. Each IREE workgroup
+computes `nbw` output channels of `rows` output rows (flattened n, oh), walking K in chunks of `kc`
+32-wide steps.
 
 The tiling rules come from the kernel timed alone on the 16-core Emerald Rapids host
 (benchmarks/NOTES.md, "llvm-cpu on the 16-core host"): convolutions ran best with 4 output rows of

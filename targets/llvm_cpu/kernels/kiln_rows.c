@@ -21,7 +21,7 @@
 // polynomial (relative error under 2e-7). Below 2^-151 it is 0, so masked (-inf) entries give
 // exactly 0; NaN stays NaN. Division as IREE's divf (not a reciprocal), so rows agree to rounding.
 //
-// Freestanding, like kiln_amx.c: linked into IREE's embedded ELF (no libc, no globals).
+// Freestanding, like the GEMM kernel (kiln_gemm.h): linked into IREE's embedded ELF (no libc, no globals).
 
 #include <stddef.h>
 #include <stdint.h>
@@ -184,7 +184,7 @@ static int softmax_rows(const float* x, const float* b, float* y32, uint16_t* y1
 }
 
 // The IREE workgroup functions: bareptr memrefs (base + element offset), then scalars; workgroup wx
-// takes rows [wx * per_workgroup, +per_workgroup). They return 0 (see kiln_amx.c).
+// takes rows [wx * per_workgroup, +per_workgroup). They return 0 (see kiln_gemm_bf16.c).
 // safe: a row whose scores are all -inf (fully masked) gives zeros instead of NaN.
 int kiln_softmax_f32_workgroup(const float* restrict x, size_t x_off, const float* restrict b, size_t b_off,
                                float* restrict y, size_t y_off, size_t rows, size_t cols, size_t bias_rows,

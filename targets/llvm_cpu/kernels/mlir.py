@@ -27,7 +27,7 @@ EXECUTABLE = "kiln_cpu_kernels"
 _K_STEP = {"bf16": (16, 2), "f32": (32,)}
 # Matches any x86-64 llvm-cpu target, whatever its CPU and features.
 _GENERIC_X86 = '#hal.executable.target<"llvm-cpu", "embedded-elf-x86_64">'
-# The kernel's scalar arguments after the three buffers, in order (kiln_amx.c's conv_geom_t).
+# The kernel's scalar arguments after the three buffers, in order (kiln_gemm.h's conv_geom_t).
 SCALARS = ("nb", "hp", "wp", "cin", "oh", "ow", "cout", "kh", "kw", "stride", "rows", "nbw", "kc", "p_bstride", "xs")
 
 

@@ -7,7 +7,7 @@ each that matches becomes a call to a private function, which IREE inlines, hold
 changes, the weight packing and the dispatch. The families, one module each:
 
 - gemm.py: convolutions, matmuls and batch matmuls (attention's among them) on the implicit-GEMM
-  kernel (kiln_amx.c), bf16 or f32 as the model is;
+  kernel (kiln_gemm_*.c), bf16 or f32 as the model is;
 - pooling.py: NCHW poolings as NHWC ones, in a module where the GEMM kernel takes something;
 - softmax.py: softmaxes over the last dimension on the row softmax (kiln_rows.c);
 - layer_norm.py: layer norms on the row layer norm or the row moments (kiln_rows.c), or with their

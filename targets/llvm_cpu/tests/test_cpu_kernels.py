@@ -32,7 +32,8 @@ from kiln.targets.llvm_cpu.kernels import build
 from kiln.targets.llvm_cpu.kernels.features import AMX, AVX512_BF16, AVX512F, kernel_isa
 
 HERE = Path(__file__).parent / "kernels"
-KERNEL = Path(build.__file__).with_name("kiln_amx.c")
+# The GEMM kernel's sources (its bf16 workgroup function, the AMX, AVX512-BF16 and f32 paths), not the row kernels'.
+GEMM_SOURCES = tuple(source for source in build.SOURCES if source.name.startswith("kiln_gemm_"))
 LIT = str(Path(sys.executable).parent / "lit")
 C_COMPILER = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
 needs_c = pytest.mark.skipif(
@@ -65,26 +66,33 @@ def _run_check(tmp_path: Path, objects: list[str], path: str) -> str:
     return result.stdout
 
 
+def _gemm_objects() -> list[str]:
+    """The GEMM kernel's objects as kiln links them (built and cached by build.py)."""
+    return [str(build.kernel_objects() / source.with_suffix(".o").name) for source in GEMM_SOURCES]
+
+
 @needs_c
 def test_the_amx_path_under_a_software_amx_model(tmp_path: Path) -> None:
-    emulated = tmp_path / "kiln_amx_emu.o"
-    subprocess.run(
-        [C_COMPILER, "-O1", "-fno-strict-aliasing", "-DKILN_AMX_EMULATE", f"-I{HERE}", "-c", str(KERNEL), "-o", str(emulated)],
-        check=True,
-    )
-    output = _run_check(tmp_path, [str(emulated)], "amx")
+    emulated = []
+    for source in GEMM_SOURCES:
+        emulated.append(str(tmp_path / f"{source.stem}_emu.o"))
+        subprocess.run(
+            [C_COMPILER, "-O1", "-fno-strict-aliasing", "-DKILN_AMX_EMULATE", f"-I{HERE}", "-c", str(source), "-o", emulated[-1]],
+            check=True,
+        )
+    output = _run_check(tmp_path, emulated, "amx")
     assert "row window 7x7 s2" in output and output.rstrip().endswith("all passed")
 
 
 @needs_avx512_bf16
-def test_the_avx512_bf16_path_of_the_object_kiln_links(tmp_path: Path) -> None:
-    output = _run_check(tmp_path, [str(build.kernel_objects() / "kiln_amx.o")], "avx512")
+def test_the_avx512_bf16_path_of_the_objects_kiln_links(tmp_path: Path) -> None:
+    output = _run_check(tmp_path, _gemm_objects(), "avx512")
     assert output.rstrip().endswith("all passed")
 
 
 @needs_avx512f
-def test_the_f32_path_of_the_object_kiln_links(tmp_path: Path) -> None:
-    output = _run_check(tmp_path, [str(build.kernel_objects() / "kiln_amx.o")], "f32")
+def test_the_f32_path_of_the_objects_kiln_links(tmp_path: Path) -> None:
+    output = _run_check(tmp_path, _gemm_objects(), "f32")
     assert "row window 7x7 s2" in output and output.rstrip().endswith("all passed")
 
 

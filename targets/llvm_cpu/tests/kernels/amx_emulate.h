@@ -1,5 +1,5 @@
-// A software model of the AMX tile intrinsics kiln_amx.c uses, for testing its indexing and tile
-// configurations on a CPU without AMX (build with -DKILN_AMX_EMULATE; single-threaded use only).
+// A software model of the AMX tile intrinsics kiln_gemm_amx.c uses, for testing its indexing and
+// tile configurations on a CPU without AMX (build with -DKILN_AMX_EMULATE; single-threaded use only).
 // Faults like the hardware would (#UD) on an unconfigured tile or mismatched shapes: abort().
 #pragma once
 #include <stdint.h>

@@ -1,6 +1,7 @@
-// Checks kiln_amx.c's workgroup function against a double-precision reference, outside IREE: every
-// workgroup of a few tilings, on small and edge shapes (tails of rows and channels, strides, 7x7
-// maps, batched right-hand sides, padded rows, row windows over 3 channels).
+// Checks the GEMM kernel's workgroup functions (kiln_gemm_*.c, linked together) against a
+// double-precision reference, outside IREE: every workgroup of a few tilings, on small and edge
+// shapes (tails of rows and channels, strides, 7x7 maps, batched right-hand sides, padded rows, row
+// windows over 3 channels).
 //
 //   check_kernel amx|avx512|f32  the AMX path (build with -DKILN_AMX_EMULATE on a CPU without AMX),
 //                                the AVX512-BF16 one, or the f32 one (AVX-512F); prints a line per

@@ -1,5 +1,5 @@
-// RUN: python -m kiln.compiler.cpu_kernels %s | filecheck %s
-// RUN: python -m kiln.compiler.cpu_kernels %s --report | filecheck %s --check-prefix=REPORT
+// RUN: python -m kiln.targets.llvm_cpu.kernels %s | filecheck %s
+// RUN: python -m kiln.targets.llvm_cpu.kernels %s --report | filecheck %s --check-prefix=REPORT
 
 // A layer norm as kiln's linalg has it, its input made by a GELU times a per-row scale, no affine
 // parameters: the GELU is the layer norm's alone, so layer norm and GELU become one row program,

@@ -1,11 +1,11 @@
-// RUN: python -m kiln.compiler.cpu_kernels %s | filecheck %s
-// RUN: python -m kiln.compiler.cpu_kernels %s --report | filecheck %s --check-prefix=REPORT
-// RUN: python -m kiln.compiler.cpu_kernels %s --attention | filecheck %s --check-prefix=ATTENTION
+// RUN: python -m kiln.targets.llvm_cpu.kernels %s | filecheck %s
+// RUN: python -m kiln.targets.llvm_cpu.kernels %s --report | filecheck %s --check-prefix=REPORT
+// RUN: python -m kiln.targets.llvm_cpu.kernels %s --attention | filecheck %s --check-prefix=ATTENTION
 
 // A bf16 3x3 convolution over a zero-padded input, with a zero-filled f32 init: a call to a
 // function that pads in NHWC (after the transpose), packs the weight and dispatches the kernel.
 // CHECK-LABEL: stream.executable private @kiln_cpu_kernels
-// CHECK:         hal.executable.object<{path = "kiln_amx.o"}>
+// CHECK:         hal.executable.object<{path = "kiln_gemm_bf16.o"}>
 // CHECK-LABEL: func.func private @kiln_cpu_conv_0(
 // CHECK-SAME:      tensor<2x32x8x8xbf16>{{.*}}tensor<64x32x3x3xbf16>{{.*}}-> tensor<2x64x8x8xf32>
 // CHECK:         linalg.transpose ins(%{{.*}} : tensor<2x32x8x8xbf16>) outs(%{{.*}} : tensor<2x8x8x32xbf16>) permutation = [0, 2, 3, 1]
@@ -247,8 +247,8 @@ func.func @others(%x: tensor<1x32x8x8xbf16>, %x3: tensor<1x3x8x8xbf16>) -> (tens
 // CHECK-LABEL: func.func @f32_model(
 // CHECK:         call @kiln_cpu_matmul_0(
 // CHECK:         call @kiln_cpu_attention_1(
-// REPORT:      | linalg.matmul 8x32 * 32x8 | kiln | 1 output rows x 64 channels, K whole | [1, 1] | 0.0 | avx512f path of kiln_amx.c |
-// REPORT-NEXT: | linalg.batch_matmul 2x8x32 * 2x32x8 | kiln | 1 output rows x 64 channels, K whole | [1, 2] | 0.0 | avx512f path of kiln_amx.c |
+// REPORT:      | linalg.matmul 8x32 * 32x8 | kiln | 1 output rows x 64 channels, K whole | [1, 1] | 0.0 | avx512f path of kiln_gemm_avx512f.c |
+// REPORT-NEXT: | linalg.batch_matmul 2x8x32 * 2x32x8 | kiln | 1 output rows x 64 channels, K whole | [1, 2] | 0.0 | avx512f path of kiln_gemm_avx512f.c |
 // ATTENTION-LABEL: func.func @f32_model(
 // ATTENTION:         call @kiln_cpu_matmul_0(
 // ATTENTION:         call @kiln_cpu_attention_1(

@@ -1,11 +1,11 @@
-// RUN: python -m kiln.compiler.cpu_kernels %s | filecheck %s
-// RUN: python -m kiln.compiler.cpu_kernels %s --report | filecheck %s --check-prefix=REPORT
-// RUN: python -m kiln.compiler.cpu_kernels %s --attention | filecheck %s --check-prefix=ATTENTION
+// RUN: python -m kiln.targets.llvm_cpu.kernels %s | filecheck %s
+// RUN: python -m kiln.targets.llvm_cpu.kernels %s --report | filecheck %s --check-prefix=REPORT
+// RUN: python -m kiln.targets.llvm_cpu.kernels %s --attention | filecheck %s --check-prefix=ATTENTION
 
 // Attention's softmax as kiln's linalg has it: scores plus a causal mask shared by batch and heads,
 // a max and a sum kept as size-1 dimensions. The division becomes the row softmax with the mask.
 // CHECK-LABEL: stream.executable private @kiln_cpu_kernels
-// CHECK:         hal.executable.object<{path = "kiln_amx.o"}>, #hal.executable.object<{path = "kiln_rows.o"}>
+// CHECK:         hal.executable.object<{path = "kiln_gemm_bf16.o"}>, #hal.executable.object<{path = "kiln_gemm_amx.o"}>, #hal.executable.object<{path = "kiln_gemm_avx512bf16.o"}>, #hal.executable.object<{path = "kiln_gemm_avx512f.o"}>, #hal.executable.object<{path = "kiln_rows.o"}>
 // CHECK:         stream.executable.export public @softmax_f32
 // CHECK:         builtin.module
 // CHECK:           func.func private @kiln_softmax_f32_workgroup(
