@@ -8,6 +8,7 @@ the compiler, fails here and not on a GPU machine without the compiler.
 from __future__ import annotations
 
 import ast
+import fnmatch
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,23 @@ def test_every_code_folder_is_a_package_of_the_distribution() -> None:
     pyproject = (ROOT / "pyproject.toml").read_text()
     for package in ALLOWED:
         assert f'"kiln.{package}" = "{package}"' in pyproject
+
+
+def test_every_data_file_a_package_reads_is_package_data() -> None:
+    """A kernel source or table beside the code (.c, .h, .json) ships in the wheel: an installed kiln
+    that lacks one fails at its first compile, where an editable install does not (a regression:
+    kiln_gemm.h was left out)."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11's; kiln itself runs on 3.10
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {package: ROOT / folder for package, folder in config["package-dir"].items()}
+    missing = []
+    for package in config["packages"]:
+        top, _, rest = package.partition(".")
+        base = ".".join(package.split(".")[:2])
+        folder = folders[base] / Path(*package.split(".")[2:]) if base in folders else ROOT / top / rest
+        patterns = config.get("package-data", {}).get(package, [])
+        for path in sorted(folder.glob("*")):
+            if path.suffix in (".c", ".h", ".json") and not any(fnmatch.fnmatch(path.name, p) for p in patterns):
+                missing.append(str(path.relative_to(ROOT)))
+    assert not missing, f"not package data in pyproject.toml: {', '.join(missing)}"
