@@ -1,8 +1,9 @@
 """kiln.compiler: from a PyTorch module to an IREE artifact, one named stage at a time.
 
-Import rule: kiln.passes, kiln.runtime and kiln.errors; never the tools beside it (kiln.measure,
-kiln.tune, kiln.conformance, kiln.cli), which import it. Names below are imported on first use, so
-that the command line can import a light module of this package (targets, options) without torch.
+Import rule: kiln.passes, kiln.runtime, kiln.errors, and kiln.targets' interface (target.py,
+resolve.py, levers.py), never a target's room (tests/test_layout.py); never the tools beside it
+(kiln.measure, kiln.tune, kiln.conformance, kiln.cli), which import it. Names below are imported on
+first use, so that the command line can import a light module of this package (options) without torch.
 """
 
 from __future__ import annotations
