@@ -40,12 +40,16 @@ def iree_compile(mlir_text: str, flags: list[str], phase_dump: Path | None, repr
     """Compile `mlir_text` with `flags`; with `phase_dump`, save each IREE phase as `<phase_dump>-NN-<phase>.mlir`."""
     tool = find_tool("iree-compile")
     with _working_folder() as tmp:
-        source, output, phases = Path(tmp, "input.mlir"), Path(tmp, "output.vmfb"), Path(tmp, "phases")
-        source.write_text(mlir_text)
+        # Named relative to the folder iree-compile runs in: IREE keeps the input's file name in the
+        # artifact (a GPU executable's source locations), and a random folder in it would make two
+        # compiles of one model differ.
+        source, output, phases = Path("input.mlir"), Path("output.vmfb"), Path("phases")
+        (tmp / source).write_text(mlir_text)
         command = [tool, str(source), *flags, "-o", str(output)]
         if phase_dump is not None:
             command += [f"--dump-compilation-phases-to={phases}", *_DUMP_PRINT_FLAGS]
-        result = run_child(command, preexec_fn=_die_with_parent())  # records iree-compile's peak memory too
+        result = run_child(command, preexec_fn=_die_with_parent(), cwd=tmp)  # records iree-compile's peak memory too
+        source, output, phases = tmp / source, tmp / output, tmp / phases
         if phase_dump is not None and phases.is_dir():
             _save_phases(phases, phase_dump)
         if result.returncode != 0:

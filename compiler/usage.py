@@ -61,12 +61,12 @@ def _cpu_seconds() -> float:
 
 
 def run_child(
-    command: Sequence[str], preexec_fn: Callable[[], None] | None = None
+    command: Sequence[str], preexec_fn: Callable[[], None] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`subprocess.run(command, capture_output=True, text=True, preexec_fn=preexec_fn)`, recording the
-    child's peak memory in the measurement in progress."""
+    """`subprocess.run(command, capture_output=True, text=True, preexec_fn=preexec_fn, cwd=cwd)`,
+    recording the child's peak memory in the measurement in progress."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, text=True, preexec_fn=preexec_fn)
+        process = subprocess.Popen(command, stdout=out, stderr=err, text=True, preexec_fn=preexec_fn, cwd=cwd)
         status = Path(f"/proc/{process.pid}/status")
         peak = 0
         while True:

@@ -68,3 +68,16 @@ def test_cuda_keeps_only_16_bit_attention_whole(dtype: torch.dtype, fused: bool,
     assert ("torch.aten.scaled_dot_product_attention" in aten) == fused
     (dispatch_creation,) = tmp_path.glob("*-vmfb-05-dispatch-creation.mlir")
     assert ("iree_linalg_ext.attention" in dispatch_creation.read_text()) == fused
+
+
+def test_two_compiles_of_one_model_give_the_same_artifact(tmp_path):
+    """An artifact is a function of the model and the options: IREE keeps the input's file name in the
+    executables of kiln's kernels (cuda, sm_90a), which was kiln's random working folder (a regression:
+    two compiles of one model differed in those bytes)."""
+    from support import example_spec
+
+    from kiln.compiler import CompileOptions, run_pipeline
+
+    spec = example_spec("mlp")
+    first, second = (run_pipeline(spec, CompileOptions(target="cuda", gpu_arch="sm_90a")).compiled for _ in range(2))
+    assert first.vmfb == second.vmfb
