@@ -408,7 +408,7 @@ def compare(expected: Any, actual: Any, tolerance: tuple[float, float] | None = 
             return Outcome(MISMATCH, detail=f"{where}{comparison.problem}")
         if comparison.close:
             continue
-        if not w.is_floating_point():
+        if not (w.is_floating_point() or w.is_complex()):
             return Outcome(MISMATCH, detail=f"{where}{comparison.differing} of {w.numel()} elements differ")
         rtol, atol = comparison.tolerance.rtol, comparison.tolerance.atol
         return Outcome(MISMATCH, detail=f"{where}max abs error {comparison.max_abs:.2g} (rtol {rtol:g}, atol {atol:g})")

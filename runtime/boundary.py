@@ -325,6 +325,8 @@ _ELEMENT_TYPES: dict[torch.dtype, rt.HalElementType] = {
     torch.int32: rt.HalElementType.SINT_32,
     torch.int64: rt.HalElementType.SINT_64,
     torch.bool: rt.HalElementType.BOOL_8,
+    torch.complex64: rt.HalElementType.COMPLEX_64,
+    torch.complex128: rt.HalElementType.COMPLEX_128,
 }
 
 

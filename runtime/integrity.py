@@ -156,11 +156,12 @@ def check_declarations(vm_module: Any, manifest: Manifest) -> None:
 # "sync func @main(%input0: tensor<?x64xf32>, ...) -> (%output0: tensor<8x10xf32>)": what iree-compile
 # records for each exported function. Any other form, or an argument that is not a tensor, is not checked.
 _DECLARATION = re.compile(r"^(?:sync )?func @[^(]+\((.*?)\)(?: -> \((.*)\))?$")
-_ENTRY = re.compile(r"^%[\w.$-]+: tensor<([^<>]*)>$")
+_ENTRY = re.compile(r"^%[\w.$-]+: tensor<((?:[^<>]|<[^<>]*>)*)>$")  # tensor<3x4xcomplex<f32>> too
 _ELEMENT_TYPES = {
     "float32": ("f32",), "float16": ("f16",), "bfloat16": ("bf16",), "float64": ("f64",),
     "int8": ("i8", "si8"), "uint8": ("i8", "ui8"), "int16": ("i16", "si16"), "int32": ("i32", "si32"),
     "int64": ("i64", "si64"), "bool": ("i1", "i8"),
+    "complex64": ("complex<f32>",), "complex128": ("complex<f64>",),
 }  # fmt: skip  (IREE's integers are signless at the boundary: i8 for int8 and uint8 alike)
 
 
@@ -175,8 +176,14 @@ def _declared(text: str) -> tuple[list[list[str]], list[list[str]]] | None:
         tensors = [_ENTRY.match(entry) for entry in entries]
         if not all(tensors):
             return None
-        parts.append([tensor[1].split("x") for tensor in tensors if tensor])
+        parts.append([_type_parts(tensor[1]) for tensor in tensors if tensor])
     return parts[0], parts[1]
+
+
+def _type_parts(text: str) -> list[str]:
+    """"?x64xf32" -> ["?", "64", "f32"]; the element type whole ("3xcomplex<f32>" -> ["3", "complex<f32>"])."""
+    dims = re.match(r"(?:(?:\d+|\?)x)*", text)[0]  # type: ignore[index]
+    return [*dims.split("x")[:-1], text[len(dims) :]]
 
 
 def _compare(spec: FunctionSpec, arguments: list[list[str]], results: list[list[str]]) -> None:

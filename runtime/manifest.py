@@ -187,6 +187,7 @@ class ManifestError(ValueError):
 
 DTYPES = (
     "float32", "float16", "bfloat16", "float64", "int8", "uint8", "int16", "int32", "int64", "bool",
+    "complex64", "complex128",
 )  # fmt: skip
 DRIVERS = ("local-task", "local-sync", "cuda", "vulkan", "hip")  # the IREE drivers kiln's targets use
 FILE_KINDS = ("vmfb", "irpa")

@@ -11,7 +11,8 @@ and two verdicts from the dtype's tolerance:
   eager on the device, where PyTorch's own f32 convolutions run in TF32 by default, so single
   elements may differ by more than rtol while the whole tensor still agrees.
 
-Integers and bools must be equal, and both verdicts require eager's dtype and shape.
+Integers and bools must be equal, and both verdicts require eager's dtype and shape. A complex
+output is compared as its real and imaginary parts, each at the tolerance of the parts' dtype.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ TOLERANCES: dict[torch.dtype, Tolerance] = {
     torch.float16: Tolerance(1e-2, 1e-2, 1e-2),
     torch.bfloat16: Tolerance(4e-2, 4e-2, 3e-2),
 }
+TOLERANCES[torch.complex128] = TOLERANCES[torch.float64]  # compared part by part (`compare`)
+TOLERANCES[torch.complex64] = TOLERANCES[torch.float32]
 EXACT = Tolerance(0.0, 0.0, 0.0)
 # f32 outputs of an artifact that computes f32 contractions in TF32 (kiln's kernels on Hopper at
 # PyTorch's default convolution precision): TF32 products keep 10 mantissa bits, as float16 does.
@@ -94,6 +97,8 @@ def compare(got: torch.Tensor, want: torch.Tensor, tolerance: Tolerance | None =
         return Comparison(math.inf, math.inf, math.inf, tolerance, f"shape {list(got.shape)}, eager {list(want.shape)}", False)
     if not want.numel():
         return Comparison(0.0, 0.0, 0.0, tolerance)
+    if want.is_complex():  # (real, imaginary) pairs: a cast to float64 would drop the imaginary parts
+        got, want = torch.view_as_real(got.detach().cpu().resolve_conj()), torch.view_as_real(want.detach().cpu().resolve_conj())
     got64, want64 = got.detach().cpu().to(torch.float64), want.detach().cpu().to(torch.float64)
     same = (got64 == want64) | (got64.isnan() & want64.isnan())  # infinities and NaNs where eager has them
     difference = (got64 - want64).abs().masked_fill(same, 0).nan_to_num(nan=math.inf)

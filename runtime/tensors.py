@@ -23,13 +23,15 @@ TORCH_DTYPES: dict[str, torch.dtype] = {
     "int32": torch.int32,
     "int64": torch.int64,
     "bool": torch.bool,
+    "complex64": torch.complex64,  # IREE's complex<f32>: a (real, imaginary) pair of f32 per element, as torch's
+    "complex128": torch.complex128,
 }
 
 
 SHORT_DTYPES: dict[torch.dtype, str] = {
     torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64",
     torch.int8: "i8", torch.uint8: "u8", torch.int16: "i16", torch.int32: "i32", torch.int64: "i64",
-    torch.bool: "bool",
+    torch.bool: "bool", torch.complex64: "c64", torch.complex128: "c128",
 }  # fmt: skip
 
 
