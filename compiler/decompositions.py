@@ -45,17 +45,33 @@ def _var_mean(
 
 
 def _all_dim(x: torch.Tensor, dim: int, keepdim: bool = False) -> torch.Tensor:
-    return x.to(torch.float32).amin(dim, keepdim) != 0
+    return _all_dims(x, [dim], keepdim)
 
 
 def _any_dim(x: torch.Tensor, dim: int, keepdim: bool = False) -> torch.Tensor:
+    if _may_be_empty(x, [dim]):
+        return (x != 0).to(torch.float32).sum(dim, keepdim) != 0  # any of no element: False
     return x.to(torch.float32).amax(dim, keepdim) != 0
 
 
 def _all_dims(x: torch.Tensor, dim: list[int] | None = None, keepdim: bool = False) -> torch.Tensor:
     """`all` over several dimensions, which torch-mlir imports as an op it has no definition of."""
     dims = list(range(x.dim())) if dim is None else list(dim)
-    return x.to(torch.float32).amin(dims, keepdim) != 0 if dims else x != 0
+    if not dims:
+        return x != 0
+    if _may_be_empty(x, dims):
+        return (x == 0).to(torch.float32).sum(dims, keepdim) == 0  # all of no element: True
+    return x.to(torch.float32).amin(dims, keepdim) != 0
+
+
+def _may_be_empty(x: torch.Tensor, dims: list[int]) -> bool:
+    """Whether a reduction of `x` over `dims` may cover no element: a size 0, or one known only at the call.
+
+    min and max have no identity: torch refuses amin/amax over a zero-size dimension while tracing
+    (and IREE's +-inf init would answer wrong), so there `all`/`any` count the zeros or the non-zeros
+    instead, in f32 (a sum of 0/1 values is 0 exactly when every term is).
+    """
+    return any(not isinstance(x.shape[d], int) or x.shape[d] == 0 for d in dims)
 
 
 def _erfc(x: torch.Tensor) -> torch.Tensor:
