@@ -31,3 +31,27 @@ func.func @other_types(%x: !torch.vtensor<[4],si8>, %u: !torch.vtensor<[4],ui8>)
   %1 = torch.aten.add.Tensor %u, %u, %int1 : !torch.vtensor<[4],ui8>, !torch.vtensor<[4],ui8>, !torch.int -> !torch.vtensor<[4],ui8>
   return %0, %1 : !torch.vtensor<[4],si8>, !torch.vtensor<[4],ui8>
 }
+
+// -----
+
+// float -> uint8 through int32, truncated (fptosi to i8 has no 128..255); uint8 from an integer,
+// and float to int8, stay as they are.
+// CHECK-LABEL: func.func @float_to_uint8
+// CHECK:         %[[WIDE:.*]] = torch.aten.to.dtype %arg0, %int3{{.*}} : !torch.vtensor<[4],f32>, {{.*}} -> !torch.vtensor<[4],si32>
+// CHECK:         %[[U8:.*]] = torch.aten.to.dtype %[[WIDE]], %int0{{.*}} -> !torch.vtensor<[4],ui8>
+// CHECK:         %[[WIDE_F16:.*]] = torch.aten.to.dtype %arg1, %int3{{.*}} : !torch.vtensor<[4],f16>, {{.*}} -> !torch.vtensor<[4],si32>
+// CHECK:         %[[U8_F16:.*]] = torch.aten.to.dtype %[[WIDE_F16]], %int0{{.*}} -> !torch.vtensor<[4],ui8>
+// CHECK:         %[[FROM_INT:.*]] = torch.aten.to.dtype %arg2, %int0{{.*}} : !torch.vtensor<[4],si16>, {{.*}} -> !torch.vtensor<[4],ui8>
+// CHECK:         %[[I8:.*]] = torch.aten.to.dtype %arg0, %int1{{.*}} : !torch.vtensor<[4],f32>, {{.*}} -> !torch.vtensor<[4],si8>
+// CHECK:         return %[[U8]], %[[U8_F16]], %[[FROM_INT]], %[[I8]]
+func.func @float_to_uint8(%x: !torch.vtensor<[4],f32>, %h: !torch.vtensor<[4],f16>, %i: !torch.vtensor<[4],si16>) -> (!torch.vtensor<[4],ui8>, !torch.vtensor<[4],ui8>, !torch.vtensor<[4],ui8>, !torch.vtensor<[4],si8>) {
+  %int0 = torch.constant.int 0
+  %int1 = torch.constant.int 1
+  %false = torch.constant.bool false
+  %none = torch.constant.none
+  %0 = torch.aten.to.dtype %x, %int0, %false, %false, %none : !torch.vtensor<[4],f32>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[4],ui8>
+  %1 = torch.aten.to.dtype %h, %int0, %false, %false, %none : !torch.vtensor<[4],f16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[4],ui8>
+  %2 = torch.aten.to.dtype %i, %int0, %false, %false, %none : !torch.vtensor<[4],si16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[4],ui8>
+  %3 = torch.aten.to.dtype %x, %int1, %false, %false, %none : !torch.vtensor<[4],f32>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[4],si8>
+  return %0, %1, %2, %3 : !torch.vtensor<[4],ui8>, !torch.vtensor<[4],ui8>, !torch.vtensor<[4],ui8>, !torch.vtensor<[4],si8>
+}
