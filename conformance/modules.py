@@ -193,6 +193,8 @@ fn("bf16.mixed_out", "dtypes", lambda a: (a.bfloat16() * 2, a.half(), a.argmax(-
 mod("f64.buffer_f32_input", "dtypes", lambda: F64Offset(), x(3, 4))
 fn("u8.bitwise", "dtypes", lambda a, b: (a & b, a | b, a ^ 0x0F), bytes_(3, 5), bytes_(3, 5))
 fn("i16.to_u8", "dtypes", lambda a: a.to(U8), ints(3, 5, dtype=I16, high=300))
+fn("u8.from_float_high", "dtypes", lambda a: (a.to(U8), a.double().byte()),
+   values(0.0, 0.7, 127.5, 128.0, 129.9, 200.7, 254.99, 255.0))  # fmt: skip  (128..255: not 127, issue 33)
 fn("mixed.f64_i64_bool", "dtypes", lambda a, i: (a.double() * 2, i * 3, a > 0), x(3, 5), idx(9, 3, 5))
 
 # ---------------------------------------------------------------------------------------------
@@ -486,6 +488,10 @@ fn("norm.scalar", "zero-size", lambda a: torch.linalg.vector_norm(a.sum(), dim=0
 fn("f64.empty", "zero-size", lambda a: (a * 2).sum(0), x(0, 3, dtype=F64))
 fn("u8.empty", "zero-size", lambda a: a + 1, lambda g, d: torch.zeros(2, 0, dtype=U8))
 fn("conv.empty_batch", "zero-size", lambda a, w: F.conv2d(a, w), x(0, 2, 5, 5), x(3, 2, 3, 3))
+fn("all.empty_dim", "zero-size", lambda a: ((a > 0).all(dim=1), a.all(dim=-1, keepdim=True)), x(3, 0))
+fn("any.empty_dim", "zero-size", lambda a: ((a > 0).any(dim=1), torch.any(a, 1, keepdim=True)), x(3, 0))
+fn("all_any.empty_whole", "zero-size", lambda a: (a.all(), a.any(), torch.all(a, dim=(0, 1)), (a > 0).any(dim=(0, 1))), x(3, 0))
+fn("all_any.empty_int", "zero-size", lambda i: (i.all(dim=0), i.any(dim=0)), lambda g, d: torch.zeros(0, 4, dtype=I64))
 
 # ---------------------------------------------------------------------------------------------
 # Complex numbers.
@@ -500,6 +506,11 @@ fn("complex.input_output", "complex", lambda c: c * 2 + 1, complex_randn(3, 4))
 fn("complex.real_imag", "complex", lambda c: (c.real * 2, c.imag.sum()), complex_randn(3, 4))
 fn("complex.abs_in", "complex", torch.abs, complex_randn(3, 4))
 fn("complex.matmul_real", "complex", lambda a, b: torch.view_as_real(torch.complex(a, a) @ torch.complex(b, -b)), x(3, 4), x(4, 2))
+fn("complex.result_from_parts", "complex", torch.complex, x(3, 4), x(3, 4))
+fn("complex.result_view_as_complex", "complex", lambda a: (torch.view_as_complex(a), a.sum(-1)), x(3, 4, 2))
+fn("complex.result_rfft", "complex", lambda a: torch.fft.rfft(a, dim=0), x(4, 3))
+fn("complex.result_polar", "complex", torch.polar, pos(3, 4), x(3, 4))
+fn("complex.result_c128", "complex", lambda a, b: torch.complex(a, b) * torch.complex(b, a), x(3, 4, dtype=F64), x(3, 4, dtype=F64))
 fn("complex.conj_mul", "complex", lambda a, b: torch.view_as_real(torch.complex(a, b) * torch.complex(a, b).conj()), x(3, 4), x(3, 4))
 
 # ---------------------------------------------------------------------------------------------
