@@ -12,11 +12,14 @@ A case is one model file at one dtype and one batch size, named `<model>-<dtype>
 file lists its `DTYPES` and `BATCHES` and takes them as `get_model(dtype=...)` and
 `get_example_inputs(batch=..., dtype=...)`; its defaults make it a plain model file for `kiln
 compile`. `compile` writes a bundle folder (kiln.measure.bundle: one artifact and manifest per case,
-`bundle.json` with the cases, their compile times and the compile machine; with `--thin` the weights
-stay behind and the model files restore them there), and `one_add.vmfb`, kiln.measure.overhead's
-one-add model, whose times give each report's per-call overhead. `time` writes `results/<target>-<device>.json`
-and `.md`, after every case, so a run stopped at a time limit keeps what it measured; `--resume`
-carries on from such a file. benchmarks/README.md says how to run it on the GPU machine.
+`bundle.json` with the cases, their compile times and peak memory, and the compile machine; with
+`--thin` the weights stay behind and the model files restore them there), and `one_add.vmfb`,
+kiln.measure.overhead's one-add model, whose times give each report's per-call overhead. `time`
+writes `results/<target>-<device>.json` and `.md`, after every case, so a run stopped at a time limit
+keeps what it measured; `--resume` carries on from such a file. benchmarks/README.md says how to run
+it on the GPU machine. `--models DIR` takes another folder of model files: benchmarks/real/ (real
+architectures at their published sizes) writes `results/real-<target>-<device>.json` (the folder's
+name first, for any folder but benchmarks/models/).
 
 This file is the command line; the logic is the library's, where `kiln bench` shares it:
 kiln.tune.bench compiles (the model files' cases, the one-add model), kiln.measure.suite times a
@@ -59,10 +62,19 @@ def _compile(options: CompileOptions, models: Path, only: tuple[str, ...], bundl
     from kiln.tune.bench import compile_suite, find_cases  # the compiler: not on a runtime-only machine
 
     try:
-        cases = find_cases(models, only, ROOT)
+        cases = find_cases(models, only, ROOT, say=_say)
     except KilnError as error:
         raise click.ClickException(error.message) from error
-    compile_suite(cases, options, bundle, thin_artifacts, root=ROOT, command=_command(), kiln_source=_git_state(), say=_say)
+    compile_suite(
+        cases, options, bundle, thin_artifacts,
+        root=ROOT, command=_command(), kiln_source=_git_state(), suite=suite_name(models), say=_say,
+    )  # fmt: skip
+
+
+def suite_name(models: Path) -> str | None:
+    """The suite a folder of model files is: None for benchmarks/models (the suite), else the folder's
+    name (benchmarks/real: "real"), which prefixes its results file: results/real-<target>-<device>.json."""
+    return None if models.resolve() == MODELS else models.resolve().name
 
 
 def _git_state() -> str:

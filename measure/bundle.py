@@ -57,6 +57,8 @@ class Entry:
     name: str
     artifact: str | None = None  # <name>.vmfb, or <name>.thin with `thin`
     compile_s: float | None = None
+    # Peak resident memory while compiling, MiB: {"kiln": the compiling process, "iree_compile": its child}
+    compile_memory_mib: dict[str, int] | None = None
     error: str | None = None  # why there is no artifact: the compile failed
     same_as: str | None = None  # an earlier entry whose artifact is byte-identical: run once
     model: ModelRecipe | None = None

@@ -187,8 +187,9 @@ def report_markdown(report: Report) -> str:
     tf32 = machine.get("torch_tf32")
     if tf32:
         gpu += f" (torch TF32: matmul {_on(tf32['matmul'])}, cuDNN convolutions {_on(tf32['cudnn'])})"
+    suite = f"{report.settings['suite']}: " if report.settings.get("suite") else ""  # another suite than the default one
     lines = [
-        f"## {report.target} on {report.device}" + (f" ({machine['cores']} cores)" if report.device == "cpu" and "cores" in machine else ""),
+        f"## {suite}{report.target} on {report.device}" + (f" ({machine['cores']} cores)" if report.device == "cpu" and "cores" in machine else ""),
         "",
         f"- date: {report.created}",
         f"- machine: {machine.get('cpu')}, {machine.get('cores')} cores{gpu}; "

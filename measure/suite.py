@@ -83,13 +83,15 @@ def time_cases(
     say: Say = _silent,
 ) -> Path:
     """Time every compiled case of `bundle` (model files relative to `root`); returns the results file
-    (`output`, by default `<results>/<target>-<device>.json`; its .md is beside it)."""
+    (`output`, by default `<results>/<target>-<device>.json`, or `<suite>-<target>-<device>.json` for a
+    bundle of another suite than the default one, e.g. benchmarks/real's "real"; its .md is beside it)."""
     use_threads(threads)  # before the first artifact is loaded
     data = Bundle.read(bundle)
     cases = [entry for entry in data.entries if not only or any(fnmatch.fnmatch(entry.name, p) for p in only)]
     torch_device = torch_device_for(data.driver, device)
     label = device_label(torch_device)
-    output = output or results / f"{data.target}-{label}.json"
+    suite = data.settings.get("suite")
+    output = output or results / f"{suite + '-' if suite else ''}{data.target}-{label}.json"
     done = list(Report.from_json(resume.read_text()).cases) if resume and resume.is_file() else []
     machine, versions = environment(torch_device)
     for name in ("iree-base-compiler", "torch-mlir"):  # what compiled the artifacts, wherever that was
@@ -109,6 +111,7 @@ def time_cases(
             "kiln_source": data.settings.get("kiln_source", "unknown"),
             "compile_command": data.command,
             "inductor_cache": "fresh",
+            **({"suite": suite} if suite else {}),
         },
         cases=(),
     )

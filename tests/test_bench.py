@@ -249,6 +249,7 @@ def test_suite_compiles_times_resumes_and_collects(tmp_path):
     assert all(c["thin"] and (bundle / c["artifact"]).suffix == ".thin" for c in data["entries"])
     assert data["settings"]["overhead"] == {"artifact": ONE_ADD} and (bundle / ONE_ADD).is_file()
     assert data["command"] == "test" and data["settings"]["kiln_source"] == "unknown"
+    assert all(set(c["compile_memory_mib"]) == {"kiln", "iree_compile"} for c in data["entries"])  # peak MiB of each
 
     def time(only, resume, output):
         return time_cases(bundle, None, FAST, 2, only, resume, None, output, root=ROOT, results=tmp_path, command="test")
@@ -275,6 +276,12 @@ def test_suite_compiles_times_resumes_and_collects(tmp_path):
     text = results_md.read_text()
     assert text.startswith("# Results\n\nhand-written preface\n") and GENERATED in text
     assert text.count("## llvm-cpu on cpu") == 1 and not math.isnan(report.cases[0].timings["kiln"].median_ms)
+
+    data["settings"]["suite"] = "real"  # as `suite.py compile --models benchmarks/real` writes it
+    (bundle / "bundle.json").write_text(json.dumps(data))
+    real = time(("*-f32-*",), None, None)
+    assert real == tmp_path / "real-llvm-cpu-cpu.json" and Report.from_json(real.read_text()).settings["suite"] == "real"
+    assert "## real: llvm-cpu on cpu" in real.with_suffix(".md").read_text()
 
 
 def test_suite_ab_times_two_bundles_in_turn(tmp_path):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import fnmatch
 import gc
+import importlib.util
 import runpy
 import tempfile
 import time
@@ -62,11 +63,18 @@ def _silent(line: str) -> None:
 
 @dataclass(frozen=True)
 class Timed:
-    """An artifact, the model it was compiled from, and how long that took."""
+    """An artifact, the model it was compiled from, how long that took and how much memory it took."""
 
     compiled: Compiled
     spec: ModelSpec
     compile_s: float  # loading a model file (building the model) included
+    peak_bytes: int | None = None  # this process's peak resident memory over the stages (None: unknown)
+    iree_compile_peak_bytes: int | None = None  # iree-compile's (a child process), None if unknown
+
+    def memory_mib(self) -> dict[str, int]:
+        """The peaks in MiB, as a bundle records them: {"kiln": ..., "iree_compile": ...} (those known)."""
+        peaks = {"kiln": self.peak_bytes, "iree_compile": self.iree_compile_peak_bytes}
+        return {name: round(value / 2**20) for name, value in peaks.items() if value}
 
 
 def compile_timed(
@@ -76,8 +84,12 @@ def compile_timed(
     start = time.perf_counter()
     resolve(options)  # a bad option fails before the model file is loaded (run_pipeline resolves them again)
     spec = source.load() if isinstance(source, ModelSource) else source
-    compiled = run_pipeline(spec, options, progress, say).compiled
-    return Timed(compiled, spec, time.perf_counter() - start)
+    compilation = run_pipeline(spec, options, progress, say)
+    seconds = time.perf_counter() - start
+    usages = [stage.usage for stage in compilation.stages if stage.usage is not None]
+    own = [usage.peak for usage in usages if usage.peak is not None]
+    child = max((usage.child_peak for usage in usages), default=0)
+    return Timed(compilation.compiled, spec, seconds, max(own) if own else None, child or None)
 
 
 def one_add_options(options: CompileOptions) -> CompileOptions:
@@ -167,12 +179,20 @@ class Case:
 SUITE_NAMES = ("DTYPES", "BATCHES", "get_model", "get_example_inputs")  # what a suite model file defines
 
 
-def find_cases(models: Path, only: tuple[str, ...], root: Path) -> list[Case]:
+def find_cases(models: Path, only: tuple[str, ...], root: Path, say: Say = _silent) -> list[Case]:
     """Every (model, dtype, batch) of the model files in `models`, kept if a name matches a pattern of
-    `only`; a file inside `root` (the repository) is recorded relative to it."""
+    `only`; a file inside `root` (the repository) is recorded relative to it. Files named `_*.py` are
+    the model files' helpers, not model files. A file whose REQUIRES (module names) are not all
+    installed here is left out, and `say` is told."""
     cases = []
     for file in sorted(models.glob("*.py")):
+        if file.name.startswith("_"):
+            continue
         namespace = model_file_namespace(file)
+        missing = [name for name in namespace.get("REQUIRES", ()) if importlib.util.find_spec(name) is None]
+        if missing:
+            say(f"skip {file.name}: needs {', '.join(missing)}, not installed here")
+            continue
         for name in SUITE_NAMES:
             if name not in namespace:
                 raise KilnError(f"{file} defines no {name}; a suite model file needs all four", stage=STAGE)
@@ -199,10 +219,13 @@ def compile_suite(
     root: Path,
     command: str,
     kiln_source: str = "unknown",
+    suite: str | None = None,
     say: Say = _silent,
 ) -> None:
     """Compile every case into `bundle`, with the one-add model; a case that fails to compile is
-    recorded with its error. `command` and `kiln_source` (the compiler's commit) go in the header."""
+    recorded with its error, one that compiles with its compile time and peak memory. `command` and
+    `kiln_source` (the compiler's commit) go in the header; `suite` names a suite other than the
+    default one (benchmarks/real: "real"), which names its results file (`<suite>-<target>-<device>.json`)."""
     options = replace(options, params=thin_params(options)) if thin_artifacts else options
     resolved = resolve(options)
     bundle.mkdir(parents=True, exist_ok=True)
@@ -219,6 +242,7 @@ def compile_suite(
             "iree_flags": list(options.extra_iree_flags),
             "pipeline": pipeline_text(options.pipeline),
             "kiln_source": kiln_source,
+            **({"suite": suite} if suite else {}),
             "overhead": _compile_one_add_into(options, bundle),
         },
         entries=(),
@@ -235,12 +259,14 @@ def compile_suite(
             say(f"  {done[-1].error}")
         else:
             compiled = timed.compiled
-            entry = add_artifact(bundle, replace(entry, compile_s=timed.compile_s), compiled, model if thin_artifacts else None)
+            entry = replace(entry, compile_s=timed.compile_s, compile_memory_mib=timed.memory_mib() or None)
+            entry = add_artifact(bundle, entry, compiled, model if thin_artifacts else None)
             if compiled.parameters is not None:
                 entry = replace(entry, parameters=f"{case.name}.irpa")  # rebuilt from the model file there
             done.append(entry)
             size = (bundle / (entry.artifact or "")).stat().st_size / 2**20
-            say(f"  {timed.compile_s:.1f}s, {size:.1f} MiB")
+            peaks = ", ".join(f"{name} {mib} MiB" for name, mib in (entry.compile_memory_mib or {}).items())
+            say(f"  {timed.compile_s:.1f}s, {size:.1f} MiB" + (f"; peak memory: {peaks}" if peaks else ""))
         replace(header, entries=tuple(done)).write(bundle)
         del model, inputs
         gc.collect()
