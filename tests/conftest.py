@@ -1,11 +1,11 @@
-"""pytest's fixtures and hooks for tests/; the helpers themselves are in support.py."""
+"""pytest's fixtures and hooks for tests/; the helpers themselves are in testkit.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from support import EXAMPLES, compile_spec
+from testkit import EXAMPLES, compile_spec
 
 from kiln.compiler import Compiled, ModelSpec, load_model_file
 

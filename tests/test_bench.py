@@ -16,7 +16,7 @@ import sys
 import pytest
 import torch
 from click.testing import CliRunner
-from support import EXAMPLES, ROOT
+from testkit import EXAMPLES, ROOT
 
 from kiln.cli.main import kiln
 from kiln.compiler import CompileOptions

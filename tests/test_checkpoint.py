@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from support import EXAMPLES, compile_spec
+from testkit import EXAMPLES, compile_spec
 
 import kiln
 from kiln.cli.main import kiln as kiln_cli

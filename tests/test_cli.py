@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from click.testing import CliRunner
-from support import EXAMPLES, example_spec
+from testkit import EXAMPLES, example_spec
 
 from kiln import load as kiln_load
 from kiln.cli.main import kiln

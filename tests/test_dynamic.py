@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from support import compile_spec, eager, example_spec
+from testkit import compile_spec, eager, example_spec
 from torch.export import Dim
 
 import kiln

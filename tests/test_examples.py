@@ -7,7 +7,7 @@ import re
 
 import pytest
 import torch
-from support import EXAMPLES, as_tuple, eager
+from testkit import EXAMPLES, as_tuple, eager
 
 EXAMPLE_NAMES = sorted(p.stem for p in EXAMPLES.glob("*.py") if p.stem != "demo")
 TOLERANCES = {torch.bfloat16: 4e-2, torch.float16: 1e-2}

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
-from support import EXAMPLES, as_tuple, device_visible, eager, example_spec, gpu, vulkan
+from testkit import EXAMPLES, as_tuple, device_visible, eager, example_spec, gpu, vulkan
 
 import kiln
 from kiln.cli.main import kiln as kiln_cli

@@ -74,7 +74,7 @@ def test_two_compiles_of_one_model_give_the_same_artifact(tmp_path):
     """An artifact is a function of the model and the options: IREE keeps the input's file name in the
     executables of kiln's kernels (cuda, sm_90a), which was kiln's random working folder (a regression:
     two compiles of one model differed in those bytes)."""
-    from support import example_spec
+    from testkit import example_spec
 
     from kiln.compiler import CompileOptions, run_pipeline
 

@@ -12,7 +12,7 @@ import fnmatch
 from pathlib import Path
 
 import pytest
-from support import ROOT
+from testkit import ROOT
 
 # package -> the kiln packages it may import (besides itself); "kiln" is the top package (kiln.errors).
 ALLOWED: dict[str, set[str]] = {

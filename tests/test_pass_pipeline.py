@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from support import EXAMPLES, ROOT
+from testkit import EXAMPLES, ROOT
 
 from kiln.cli.main import kiln
 from kiln.compiler.options import CompileOptions

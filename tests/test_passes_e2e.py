@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from support import ROOT, as_tuple, example_spec
+from testkit import ROOT, as_tuple, example_spec
 from torch import nn
 
 from kiln.compiler import CompileOptions, load_model_file, run_pipeline, run_until, spec_from_module

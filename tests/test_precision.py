@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 from click.testing import CliRunner
-from support import EXAMPLES, compile_spec, eager, example_spec
+from testkit import EXAMPLES, compile_spec, eager, example_spec
 
 from kiln.cli.main import kiln
 from kiln.compiler.precision import convert_precision

@@ -5,7 +5,7 @@ from __future__ import annotations
 import iree.runtime as rt
 import pytest
 import torch
-from support import compile_spec, eager, example_spec
+from testkit import compile_spec, eager, example_spec
 
 import kiln
 from kiln.errors import KilnError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from support import EXAMPLES, as_tuple, compile_spec, eager
+from testkit import EXAMPLES, as_tuple, compile_spec, eager
 
 from kiln.compiler import load_model_file
 

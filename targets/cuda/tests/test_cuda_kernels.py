@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from support import ROOT, as_tuple, gpu
+from testkit import ROOT, as_tuple, gpu
 
 import kiln
 from kiln.compiler import Compiled, CompileOptions, ModelSpec, run_pipeline, run_until, spec_from_module
