@@ -127,35 +127,111 @@ def _embedding_bag(
     weight: torch.Tensor,
     indices: torch.Tensor,
     offsets: torch.Tensor,
-    scale_grad_by_freq: bool,
+    scale_grad_by_freq: bool = False,
+    mode: int = 0,
+    sparse: bool = False,
+    per_sample_weights: torch.Tensor | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int = -1,
+) -> object:
+    """aten._embedding_bag, all four results as PyTorch's CPU kernel returns them (_embedding_bags)."""
+    return _embedding_bags(
+        weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx, forward_only=False
+    )
+
+
+def _embedding_bag_forward_only(
+    weight: torch.Tensor,
+    indices: torch.Tensor,
+    offsets: torch.Tensor,
+    scale_grad_by_freq: bool = False,
+    mode: int = 0,
+    sparse: bool = False,
+    per_sample_weights: torch.Tensor | None = None,
+    include_last_offset: bool = False,
+    padding_idx: int = -1,
+) -> object:
+    """aten._embedding_bag_forward_only, what embedding_bag calls for a weight without gradient."""
+    return _embedding_bags(
+        weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx, forward_only=True
+    )
+
+
+def _embedding_bags(
+    weight: torch.Tensor,
+    indices: torch.Tensor,
+    offsets: torch.Tensor,
     mode: int,
-    sparse: bool,
     per_sample_weights: torch.Tensor | None,
     include_last_offset: bool,
-    padding_idx: int | None,
+    padding_idx: int,
+    forward_only: bool,
 ) -> object:
-    """Sum (mode 0) and mean (mode 1) bags of 1-D indices: each index's bag from the offsets, then
-    a scatter_add of its (weighted) row into its bag (not index_add, which IREE's CUDA backend
-    cannot compile); rows of padding_idx count for nothing. Max (mode 2) is left to the op, which
-    kiln cannot compile."""
-    if mode not in (0, 1) or indices.dim() != 1:
+    """Bags of 1-D indices, summed (mode 0), averaged (1) or maximized (2), as PyTorch's CPU kernel
+    computes them, with its other three results in its shapes, dtypes and values.
+
+    Each index's bag comes from the offsets; its (weighted) row goes into its bag by scatter_add
+    (not index_add, which IREE's CUDA backend cannot compile), or scatter_reduce amax; rows of
+    padding_idx (here the internal op's: negative for none, embedding_bag has wrapped it) count for
+    nothing. The other results (ints in the promoted dtype of indices and offsets):
+    - offset2bag, each index's bag: empty where the CPU kernel takes its fast path for sums (an
+      f32, f16 or bf16 weight of unit column stride, no padding_idx, per-sample weights, if any, of
+      unit stride);
+    - bag_size, the indices counted in each bag (padding excluded): zeros for sums, and one per
+      offset (include_last_offset's last too) in _embedding_bag_forward_only's;
+    - max_indices: for max, the row that gave each bag's maximum (the first on ties; 0 for an empty
+      bag, whose maximum is 0); otherwise a copy of bag_size.
+    embedding_bag itself is left to PyTorch's decomposition, which picks one of the two ops as eager
+    does (_embedding_bag where the weight needs a gradient, such as an nn.EmbeddingBag's parameter).
+    """
+    if mode not in (0, 1, 2) or indices.dim() != 1 or offsets.dim() != 1 or weight.dim() != 2:
         return NotImplemented
+    if per_sample_weights is not None and (mode != 0 or per_sample_weights.dim() != 1):
+        return NotImplemented  # eager rejects it: left to the op, which says why
+    index_dtype = torch.promote_types(indices.dtype, offsets.dtype)
+    count = indices.shape[0]
     bags = offsets.shape[0] - (1 if include_last_offset else 0)
-    positions = torch.arange(indices.shape[0], device=indices.device)
+    positions = torch.arange(count, device=indices.device)
     bag_of = (positions.unsqueeze(1) >= offsets[:bags].unsqueeze(0)).sum(1) - 1
     rows = aten.index_select(weight, 0, indices)
-    keep = torch.ones_like(indices, dtype=weight.dtype)
-    if padding_idx is not None and padding_idx >= 0:
-        keep = (indices != padding_idx).to(weight.dtype)
-    if per_sample_weights is not None:
-        rows = rows * per_sample_weights.unsqueeze(1)
-    rows = rows * keep.unsqueeze(1)
-    zeros = torch.zeros(bags, weight.shape[1], dtype=weight.dtype, device=weight.device)
-    totals = zeros.scatter_add(0, bag_of.unsqueeze(1).expand_as(rows), rows)
-    counts = zeros[:, 0].scatter_add(0, bag_of, keep)
-    if mode == 1:
-        totals = totals / counts.clamp(min=1).unsqueeze(1)
-    return totals, bag_of, counts.to(torch.int64), torch.zeros(bags, dtype=torch.int64, device=weight.device)
+    keep = indices != padding_idx if padding_idx >= 0 else torch.ones_like(indices, dtype=torch.bool)
+    if mode == 0:  # the CPU kernel leaves sums' bag sizes 0
+        sizes = torch.zeros(offsets.shape[0] if forward_only else bags, dtype=index_dtype, device=weight.device)
+    else:
+        sizes = torch.zeros(bags, dtype=index_dtype, device=weight.device).scatter_add(0, bag_of, keep.to(index_dtype))
+    spread = bag_of.unsqueeze(1).expand_as(rows)
+    if mode == 2:
+        lowest = torch.full_like(rows, -math.inf)
+        best = torch.full((bags, weight.shape[1]), -math.inf, dtype=weight.dtype, device=weight.device).scatter_reduce(
+            0, spread, torch.where(keep.unsqueeze(1), rows, lowest), "amax"
+        )
+        empty = (sizes == 0).unsqueeze(1)
+        output = torch.where(empty, torch.zeros_like(best), best)
+        # the first position holding its bag's maximum, in each column; `count` (a 0 appended to the
+        # indices) where none does: an empty bag
+        holds = keep.unsqueeze(1) & (rows == aten.index_select(best, 0, bag_of))
+        first = torch.full((bags, weight.shape[1]), count, dtype=torch.int64, device=weight.device).scatter_reduce(
+            0, spread, torch.where(holds, positions.unsqueeze(1), count), "amin"
+        )
+        rows_or_zero = torch.cat([indices, indices.new_zeros(1)])
+        max_indices = aten.index_select(rows_or_zero, 0, first.reshape(-1)).view(first.shape).to(index_dtype)
+    else:
+        if per_sample_weights is not None:
+            rows = rows * per_sample_weights.unsqueeze(1)
+        rows = torch.where(keep.unsqueeze(1), rows, torch.zeros_like(rows))
+        zeros = torch.zeros(bags, weight.shape[1], dtype=weight.dtype, device=weight.device)
+        output = zeros.scatter_add(0, spread, rows)
+        if mode == 1:
+            output = output / sizes.clamp(min=1).to(weight.dtype).unsqueeze(1)
+    fast_sum = (
+        mode == 0
+        and weight.dtype in (torch.float32, torch.float16, torch.bfloat16)
+        and weight.stride(1) == 1
+        and padding_idx < 0
+        and (per_sample_weights is None or per_sample_weights.stride(0) == 1)
+    )
+    offset2bag = bag_of.new_zeros(0).to(index_dtype) if fast_sum else bag_of.to(index_dtype)
+    return output, offset2bag, sizes, max_indices if mode == 2 else sizes.clone()
 
 
 def _histc(x: torch.Tensor, bins: int = 100, min: float = 0, max: float = 0) -> torch.Tensor:
@@ -320,27 +396,54 @@ def _convolution(
     output_padding: list[int],
     groups: int,
 ) -> torch.Tensor | object:
-    """A convolution with a single output row or column whose padded input is longer than its one
-    window: padded explicitly to exactly the window.
+    """A convolution with its stride, padding, dilation and output padding spelled out for every
+    spatial dimension; and one with a single output row or column whose padded input is longer
+    than its one window, padded explicitly to exactly the window.
 
-    iree-compile rejects such a convolution (timm's SelecSLS: a 3x3, stride-2, padding-1
-    convolution of a 2x2 input, "inferred ... to be 4, but found 3"); any other output size with
-    the same overhang compiles, so only this case changes.
+    ATen lets one value stand for every spatial dimension (expand_param_if_needed): `nn.Conv2d(...,
+    padding=(1,))`, `F.conv2d(x, w, padding=[1])`, and `padding="valid"` on 2-D and 3-D
+    convolutions all reach this op with one-element lists. They are repeated here, once, for the
+    code below and for the lowerings after it (torch-mlir's crashes on a transposed convolution
+    given one-element lists). `padding="same"` arrives as explicit numbers: PyTorch's own
+    decomposition pads the input first where the padding is asymmetric (even kernels).
+
+    iree-compile rejects a convolution whose single output reads an overhanging padded input
+    (timm's SelecSLS: a 3x3, stride-2, padding-1 convolution of a 2x2 input, "inferred ... to be 4,
+    but found 3"); any other output size with the same overhang compiles, so only this case is
+    padded.
     """
     spatial = x.dim() - 2
-    if transposed or spatial < 1 or not all(isinstance(d, int) for d in (*x.shape, *weight.shape)):
-        return NotImplemented
-    extents = [x.shape[2 + i] + 2 * padding[i] for i in range(spatial)]
-    reach = [dilation[i] * (weight.shape[2 + i] - 1) + 1 for i in range(spatial)]
+    given = [stride, padding, dilation, output_padding]
+    lists = [_per_dimension(value, spatial) for value in given] if spatial >= 1 else [None]
+    if any(value is None for value in lists):
+        return NotImplemented  # not a convolution ATen accepts: left to the op, which says why
+    spelled_out = any(value != original for value, original in zip(lists, given, strict=True))
+    stride, padding, dilation, output_padding = lists  # type: ignore[assignment]
+    static = all(isinstance(d, int) for d in (*x.shape, *weight.shape))
+    extents = [x.shape[2 + i] + 2 * padding[i] for i in range(spatial)] if static else []
+    reach = [dilation[i] * (weight.shape[2 + i] - 1) + 1 for i in range(spatial)] if static else []
     outputs = [(extent - span) // stride[i] + 1 for i, (extent, span) in enumerate(zip(extents, reach, strict=True))]
-    if not any(out == 1 and extent > span for out, extent, span in zip(outputs, extents, reach, strict=True)):
-        return NotImplemented
+    overhang = any(out == 1 and extent > span for out, extent, span in zip(outputs, extents, reach, strict=True))
+    if transposed or not static or not overhang:
+        if not spelled_out:
+            return NotImplemented  # as given
+        return aten.convolution.default(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
     widths: list[int] = []
     for i in reversed(range(spatial)):  # constant_pad_nd lists the last dimension first
         needed = (outputs[i] - 1) * stride[i] + reach[i]
         widths += [padding[i], needed - x.shape[2 + i] - padding[i]]
     padded = aten.constant_pad_nd.default(x, widths, 0.0)
     return aten.convolution.default(padded, weight, bias, stride, [0] * spatial, dilation, False, output_padding, groups)
+
+
+def _per_dimension(value: object, spatial: int) -> list[int] | None:
+    """A convolution parameter as one value per spatial dimension, as ATen reads it: an int or a
+    one-element list stands for all of them; None for anything else (a string, a wrong length)."""
+    if isinstance(value, int):
+        return [value] * spatial
+    if not isinstance(value, (list, tuple)) or len(value) not in (1, spatial):
+        return None
+    return list(value) * (spatial // len(value))
 
 
 KILN_DECOMPOSITIONS: dict[torch._ops.OperatorBase, Callable[..., object]] = {
@@ -361,7 +464,9 @@ KILN_DECOMPOSITIONS: dict[torch._ops.OperatorBase, Callable[..., object]] = {
     # torch-mlir's own decompositions of these are a bitcast, outside kiln's primitive set.
     aten.signbit.default: _signbit,
     aten.copysign.Tensor: _copysign,
-    aten.embedding_bag.padding_idx: _embedding_bag,
+    # (embedding_bag itself goes through PyTorch's decomposition, to one of these two, as eager does)
+    aten._embedding_bag.default: _embedding_bag,
+    aten._embedding_bag_forward_only.default: _embedding_bag_forward_only,
     # torch-mlir keeps nearest 2-D whole, then its backend contract makes it an `__interpolate` that
     # torch-to-linalg computes with a whole-number scale (4 -> 6 rows reads rows 0,0,1,1,2,2, not
     # 0,0,1,2,2,3); PyTorch's own decomposition gathers at floor(dst * scale), like 1-D and 3-D.
