@@ -8,7 +8,9 @@ externalized, lifted into named parameters (see weights.py).
 from __future__ import annotations
 
 import re
+import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -186,7 +188,10 @@ class _NodeImporter(GraphNodeImporter):
 def _import_error(exc: Exception, node: torch.fx.Node | None = None) -> KilnError:
     """One KilnError for an exception from torch's decompositions or torch-mlir's importer: its first
     line, the op it was on, and the model's line (from the node, or from torch's "While executing"
-    note: "%view_6 : ... target=torch.ops.aten.view.default ... Original traceback: File ..., line N")."""
+    note: "%view_6 : ... target=torch.ops.aten.view.default ... Original traceback: File ..., line N").
+
+    Where kiln's own code raised it (a decomposition of kiln's that torch ran, a hook of kiln's the
+    importer called), it is kiln's bug, and the error says so and names that code."""
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
     op = str(node.target) if node is not None else _EXECUTING_OP.search(text)
@@ -195,6 +200,13 @@ def _import_error(exc: Exception, node: torch.fx.Node | None = None) -> KilnErro
     lines = _TRACE_LINE.findall(trace or "")
     where = f" at {lines[-1][0]}:{lines[-1][1]}" if lines else ""
     subject = f"op {op.removeprefix('torch.ops.')}" if op else "the program"
+    culprit = _kiln_code_that_raised(exc)
+    if culprit is not None:
+        return KilnError(
+            f"{subject}{where} failed to import: {culprit} raised {type(exc).__name__}: {first}",
+            stage=STAGE,
+            hint="a kiln bug, not the model's, torch's or torch-mlir's: --debug shows the traceback",
+        )
     return KilnError(
         f"{subject}{where} failed to import: {type(exc).__name__}: {first}",
         stage=STAGE,
@@ -202,5 +214,34 @@ def _import_error(exc: Exception, node: torch.fx.Node | None = None) -> KilnErro
     )
 
 
+def _kiln_code_that_raised(exc: BaseException) -> str | None:
+    """Which of kiln's code was running when `exc` was raised, below the import's own try: "kiln's
+    decomposition of <op> (<file>:<line>, in <function>)"; None where only torch's and torch-mlir's
+    code was (kiln's frames here just call them)."""
+    decompositions = {
+        function.__code__: str(op)
+        for op, function in kiln_decompositions().items()
+        if hasattr(function, "__code__")
+    }
+    ours = [
+        (frame, line)
+        for frame, line in traceback.walk_tb(exc.__traceback__)
+        if frame.f_code.co_name not in _COMPREHENSIONS  # its function's frame has the same line
+        and (
+            frame.f_code in decompositions
+            or (str(frame.f_globals.get("__name__", "")).startswith("kiln.") and frame.f_code not in _CALLERS)
+        )
+    ]
+    if not ours:
+        return None
+    deepest, line = ours[-1]
+    place = f"{'/'.join(Path(deepest.f_code.co_filename).parts[-2:])}:{line}, in {deepest.f_code.co_name}"
+    table_op = next((decompositions[frame.f_code] for frame, _ in reversed(ours) if frame.f_code in decompositions), None)
+    return f"kiln's decomposition of {table_op} ({place})" if table_op else f"kiln's code ({place})"
+
+
 _EXECUTING_OP = re.compile(r"While executing %\S+ : .*?target=([\w.]+)")
 _TRACE_LINE = re.compile(r'File "([^"]+)", line (\d+)')
+# kiln's frames that only call torch's and torch-mlir's code and turn what it raises into a KilnError.
+_CALLERS = {import_program.__code__, _NodeImporter._import_torch_op_overload.__code__}
+_COMPREHENSIONS = {"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"}
