@@ -163,13 +163,14 @@ def test_a_crash_in_a_pass_names_the_op_the_stage_and_the_reproducer(tmp_path, m
 def test_a_crash_in_any_stage_is_one_kiln_error_naming_it(monkeypatch):
     import torch
 
-    from kiln.compiler import CompileOptions, pipeline, run_pipeline, spec_from_module
+    from kiln.compiler import CompileOptions, run_pipeline, spec_from_module
+    from kiln.compiler.stages import aten
     from kiln.errors import KilnError
 
     def crashes(*args: object, **kwargs: object) -> None:
         raise AssertionError("Could not find state mapping for buffer")
 
-    monkeypatch.setattr(pipeline, "import_program", crashes)
+    monkeypatch.setattr(aten, "import_program", crashes)
     with pytest.raises(KilnError) as raised:
         run_pipeline(spec_from_module(torch.nn.ReLU(), (torch.randn(3),)), CompileOptions())
     error = raised.value

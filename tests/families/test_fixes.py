@@ -206,12 +206,12 @@ def test_a_cuda_distribution_failure_is_retried_with_the_other_reduction_pipelin
 
 def test_no_exception_from_inside_kiln_reaches_the_user(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever a stage raises, the caller gets one KilnError naming the stage."""
-    from kiln.compiler import pipeline
+    from kiln.compiler.stages import aten
 
     def broken_import(*args: object, **kwargs: object) -> None:
         raise ValueError("a library's own error\nwith a second line")
 
-    monkeypatch.setattr(pipeline, "import_program", broken_import)
+    monkeypatch.setattr(aten, "import_program", broken_import)
     with pytest.raises(KilnError) as caught:
         kiln.compile(nn.Linear(4, 4), (torch.randn(2, 4),), target="llvm-cpu")
     assert caught.value.stage == "aten"
