@@ -9,7 +9,10 @@ Only torch is needed to thicken: the GPU machine has no compiler but can run the
 
 A weight may also sit in the artifact in another layout than the model's: kiln's NHWC convolution
 kernels on Hopper read convolution weights as [K, R, S, C] (PERMUTATIONS), which IREE computes at
-compile time and stores instead of the [K, C, R, S] original. Those copies are found and restored too.
+compile time and stores instead of the [K, C, R, S] original, and IREE stores a linear layer's
+[out, in] weight as [in, out] where it folds the transpose of `x @ W.T` into the constant (cuda, seen
+on transformers' BERT-style encoders in bf16: 126 MiB of a 127 MiB artifact). Those copies are
+found and restored too.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import torch
 
 MIN_BYTES = 4096  # smaller tensors stay in the artifact
 # Layouts, besides its own, in which a tensor of that rank may be stored: rank -> permutations.
-PERMUTATIONS: dict[int, tuple[tuple[int, ...], ...]] = {4: ((0, 2, 3, 1),)}  # KCRS -> KRSC
+PERMUTATIONS: dict[int, tuple[tuple[int, ...], ...]] = {2: ((1, 0),), 4: ((0, 2, 3, 1),)}  # W -> W.T; KCRS -> KRSC
 
 
 def model_tensors(model: torch.nn.Module, remove_duplicate: bool = True) -> dict[str, torch.Tensor]:

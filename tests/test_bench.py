@@ -204,6 +204,10 @@ def test_thin_artifact_rebuilds_exactly_from_the_same_weights():
     assert thin.thicken(thinned, recipe, weights) == artifact
     with pytest.raises(ValueError, match="differs"):
         thin.thicken(thinned, recipe, {"w": weights["w"] + 1})
+    transposed = b"header" + weights["w"].t().contiguous().numpy().tobytes() + b"footer"  # as IREE folds x @ W.T
+    thinned, recipe = thin.thin(transposed, weights)
+    assert len(thinned) < len(raw) / 4 and recipe["weights"][0]["permutation"] == [1, 0]
+    assert thin.thicken(thinned, recipe, weights) == transposed
 
 
 # ---------------------------------------------------------------------------------------------------
