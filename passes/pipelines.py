@@ -57,6 +57,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "expand-pow-int",
             "promote-int-clamp",
             "promote-uint8-arithmetic",
+            "int-to-bf16-via-f32",  # IREE's llvm-cpu cannot link an int -> bf16 conversion stored as it is
             "split-negative-pad",
             "round-float-scalars",  # after the decompositions above, which make float scalars too
             "check-index-inputs",  # after them too: it checks the gathers and scatters they leave
