@@ -70,6 +70,21 @@ CUDA_ARCHS = GpuArchs(
     described=(SM90A,),
 )
 
+# IREE 3.13's cuda code for a 16-bit (bf16, f16) contraction that writes its result transposed,
+# out[b, n, m] = sum_k x[b, m, k] * w[n, k], is wrong (relative L2 error ~1 on an H200, sm_80 and
+# sm_90a PTX alike; f32 and the [b, m, n] order are right, and so is llvm-cpu). IREE's global
+# optimization makes one whenever it propagates a transpose into a matmul: attention's V projection
+# written as V^T for its fused attention (T5 and Swin in bf16: rel. L2 0.43 and 0.20 from eager), or
+# `(x @ w.T).transpose(1, 2)` as a model writes it. Without the propagation the transposes stay ops
+# of their own, as kiln's llvm-cpu compiles f32 batch matmuls (targets/llvm_cpu/target.py).
+KEEP_TRANSPOSES = "--iree-global-opt-propagate-transposes=false"
+_ARCH_FLAGS = gpu_flags(CUDA_ARCHS)
+
+
+def _flags(options: CompileOptions, arch: ArchChoice | None) -> list[str]:
+    return [*_ARCH_FLAGS(options, arch), KEEP_TRANSPOSES]
+
+
 # PyTorch's names for the precision of f32 matmuls (torch.set_float32_matmul_precision): "highest" is
 # f32 (kiln's kernels: tf32x3, f32-class accuracy), "high" and "medium" allow TF32. f32 convolutions
 # take "highest" or "high" alike; PyTorch's default for them on CUDA is TF32 (cuDNN's allow_tf32).
@@ -125,7 +140,7 @@ TARGET = Target(
     name="cuda",
     summary="NVIDIA GPUs through CUDA (PTX, JIT-compiled by the driver at load)",
     driver="cuda",
-    flags=gpu_flags(CUDA_ARCHS),
+    flags=_flags,
     details=gpu_details(CUDA_ARCHS),
     choose=_choose,
     archs=CUDA_ARCHS,
