@@ -90,26 +90,33 @@ def import_program(
     prepare: Callable[[str, ExportedProgram], Any] = lambda name, program: None,
     fused_dtypes: tuple[str, ...] | None = None,
     takes_attention: TakesAttention | None = None,
+    on_decomposed: Callable[[dict[str, ExportedProgram]], Any] = lambda programs: None,
 ) -> tuple[ir.Module, Parameters | None]:
     """Import each program as the function of its name into one module; weights are shared.
 
     `keep_fused`: leave the ops in FUSED_IN_IREE whole, for IREE's torch input pipeline, where their
     dtypes are among `fused_dtypes` (None: any; Target.fused_attention_dtypes) or where the target's
     kernels take them (`takes_attention`).
-    `prepare(name, program)` sees each program as it is imported, decomposed (functional).
+    Every program is decomposed (functional) first, and `on_decomposed(programs)` sees them all, by
+    name (what one function mutates, every function reads: signature.shared_state); then
+    `prepare(name, program)` sees each decomposed program as it is imported. Each program is
+    decomposed once: after the import itself, that is the stage's largest cost.
     """
     context = ir.Context()
     torch_dialect.register_dialect(context)
     context.allow_unregistered_dialects = True  # the `#stream.parameter.named` attribute is IREE's
     module = ir.Module.create(ir.Location.unknown(context))
     hooks = WeightHooks(module, external=external_weights)
-    for name, program in programs.items():
-        try:
+    functional: dict[str, ExportedProgram] = {}
+    try:
+        for name, program in programs.items():
             real_ffts_as_matmuls(program)
             fused = keep_fused and fused_attention_kept(program, fused_dtypes, takes_attention)
             if fused:
                 attention_masks_at_full_batch(program)
-            decomposed = program.run_decompositions(decomposition_table(fused))
+            functional[name] = program.run_decompositions(decomposition_table(fused))
+        on_decomposed(functional)
+        for name, decomposed in functional.items():
             prepare(name, decomposed)
             # The frozen import looks up every buffer in the state dict, but torch.export keeps
             # non-persistent buffers (e.g. BERT's position_ids) among the constants.
@@ -119,16 +126,16 @@ def import_program(
             _weights_out_of_lists(decomposed)
             importer = FxImporter(module=module, hooks=hooks, graph_node_importer_cls=_NodeImporter)
             importer.import_frozen_program(decomposed, func_name=name)
-        except KilnError:
-            raise
-        except NotImplementedError as exc:
-            raise KilnError(
-                f"the torch-mlir importer cannot import this program: {exc}",
-                stage=STAGE,
-                hint="an op or construct in the model has no MLIR import; --debug shows where",
-            ) from exc
-        except Exception as exc:  # torch's decompositions and torch-mlir's importer raise plain errors
-            raise _import_error(exc) from exc
+    except KilnError:
+        raise
+    except NotImplementedError as exc:
+        raise KilnError(
+            f"the torch-mlir importer cannot import this program: {exc}",
+            stage=STAGE,
+            hint="an op or construct in the model has no MLIR import; --debug shows where",
+        ) from exc
+    except Exception as exc:  # torch's decompositions and torch-mlir's importer raise plain errors
+        raise _import_error(exc) from exc
     return module, Parameters(hooks.lifted) if external_weights else None
 
 

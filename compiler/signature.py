@@ -215,12 +215,13 @@ def mutated_state_of(program: ExportedProgram) -> frozenset[str]:
 def shared_state(programs: dict[str, ExportedProgram]) -> frozenset[str]:
     """The state any of a model's functions mutates, which all of them must then read from the artifact.
 
-    torch.export's programs are not functionalized yet, so each is, once more, for this (only when
-    there are several).
+    `programs` are functional (decomposed, as the importer decomposes them before any is imported:
+    importer.import_program's `on_decomposed`); torch.export's own are not functionalized yet, and
+    functionalizing each once more for this alone doubled the import of a model with several functions.
     """
     if len(programs) < 2:
         return frozenset()
-    return frozenset().union(*(mutated_state_of(program.run_decompositions({})) for program in programs.values()))
+    return frozenset().union(*(mutated_state_of(program) for program in programs.values()))
 
 
 def _state_value(program: ExportedProgram, spec: InputSpec) -> torch.Tensor:

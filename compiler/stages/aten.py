@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from torch_mlir import ir
 
@@ -20,6 +21,9 @@ from ..importer import import_program
 from ..signature import Plan, Signature, plan_convention, shared_state
 from . import Program, StageContext
 
+if TYPE_CHECKING:
+    from torch.export import ExportedProgram
+
 CALLING_CONVENTION = "kiln.calling_convention"  # module attribute: the functions and precision, as JSON
 
 
@@ -27,7 +31,12 @@ def run(exported: Exported, context: StageContext) -> Program:
     assert context.spec is not None
     plans: dict[str, Plan] = {}
     programs = exported.programs
-    state = shared_state(programs)  # state one function mutates is read by every function from the artifact
+    state: frozenset[str] = frozenset()  # state one function mutates is read by every function from the artifact
+
+    def share(decomposed: dict[str, ExportedProgram]) -> None:
+        nonlocal state
+        state = shared_state(decomposed)
+
     checkpoint = context.spec.weights  # weights kept in a checkpoint are external unless --params inline
     resolved = context.resolved
     module, parameters = import_program(
@@ -37,6 +46,7 @@ def run(exported: Exported, context: StageContext) -> Program:
         fused_dtypes=resolved.target.fused_attention_dtypes,
         takes_attention=resolved.kernels.takes_attention if resolved.kernels is not None else None,
         prepare=lambda name, program: plans.setdefault(name, plan_convention(program, state, programs[name])),
+        on_decomposed=share,
     )
     if parameters is not None and checkpoint is not None:
         parameters = replace(parameters, source=checkpoint)
