@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     help="Also dump the module after pass NAME, as NN-<stage>.after-NAME.mlir (repeatable).",
 )
 @click.option("--print-after-all", is_flag=True, help="Dump the module after every pass.")
-@click.option("--timing", is_flag=True, help="Print the time and peak memory of each stage, and the time of each pass.")
+@click.option("--timing", is_flag=True, help="Print the time and peak memory of each stage, the time of each pass, and each iree-compile run (what it had on, its CPU time) with the count of runs.")
 @click.option(
     "--tuned",
     is_flag=True,

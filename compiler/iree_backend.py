@@ -16,8 +16,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from iree.compiler.tools.binaries import find_tool
@@ -36,6 +38,35 @@ _CRASH_MARKER = "Stack dump:"
 _PHASE_FILE = re.compile(r"\.(\d+)\.([\w-]+)\.mlir$")  # "<module name>.<number>.<phase>.mlir"
 
 
+@dataclass(frozen=True)
+class IreeRun:
+    """One iree-compile run, as `--timing` reports it: its flags, whether it made an artifact, its wall
+    and CPU seconds and peak resident memory, and what the backend had on for it (`label`: the levers,
+    the transient variants; the vmfb stage's words)."""
+
+    flags: tuple[str, ...]
+    ok: bool
+    seconds: float
+    cpu_seconds: float
+    peak: int
+    label: str = ""
+
+
+_recorders: list[list[IreeRun]] = []  # the runs of the recordings in progress
+
+
+@contextmanager
+def recorded_runs() -> Iterator[list[IreeRun]]:
+    """Every iree-compile run in the block, in order, in the list this yields (the vmfb stage's record
+    for --timing: a compile that takes several runs, a lever or the variants dropped, shows as such)."""
+    runs: list[IreeRun] = []
+    _recorders.append(runs)
+    try:
+        yield runs
+    finally:
+        _recorders.remove(runs)
+
+
 def iree_compile(mlir_text: str, flags: list[str], phase_dump: Path | None, reproducer: Path | None) -> bytes:
     """Compile `mlir_text` with `flags`; with `phase_dump`, save each IREE phase as `<phase_dump>-NN-<phase>.mlir`."""
     tool = find_tool("iree-compile")
@@ -48,7 +79,11 @@ def iree_compile(mlir_text: str, flags: list[str], phase_dump: Path | None, repr
         command = [tool, str(source), *flags, "-o", str(output)]
         if phase_dump is not None:
             command += [f"--dump-compilation-phases-to={phases}", *_DUMP_PRINT_FLAGS]
+        start = time.perf_counter()
         result = run_child(command, preexec_fn=_die_with_parent(), cwd=tmp)  # records iree-compile's peak memory too
+        run = IreeRun(tuple(flags), result.returncode == 0, time.perf_counter() - start, result.cpu_seconds, result.peak)
+        for runs in _recorders:
+            runs.append(run)
         source, output, phases = tmp / source, tmp / output, tmp / phases
         if phase_dump is not None and phases.is_dir():
             _save_phases(phases, phase_dump)

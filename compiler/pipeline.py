@@ -21,6 +21,7 @@ from kiln.targets.target import ResolvedTarget
 
 from .artifact import Compiled
 from .capture import Exported
+from .iree_backend import IreeRun
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .stages import DUMP_RESOURCE_LIMIT, Program, StageContext, aten, exported, pass_groups, shorten, vmfb
@@ -41,6 +42,7 @@ class StageReport:
     dump: Path | None
     pass_times: dict[str, float]
     usage: Usage | None = None  # CPU time, and peak memory of kiln and of iree-compile, during the stage
+    iree_runs: tuple[IreeRun, ...] = ()  # each iree-compile run of the stage (vmfb: one, more where it retried)
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,7 @@ def _run_stages(
         if dump is not None:
             dump.write_text(str(value))
         input_dump = dump
-        reports.append(StageReport(stage.name, seconds, dump, context.pass_times, usage))
+        reports.append(StageReport(stage.name, seconds, dump, context.pass_times, usage, tuple(context.iree_runs)))
         progress(f"[{index + 1}/{len(stages)}] {stage.name} done in {seconds:.2f}s")
         if stage.name == options.stop_after:
             break

@@ -56,16 +56,31 @@ def measured() -> Iterator[Usage]:
 
 
 def _cpu_seconds() -> float:
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime + _children_cpu_seconds()
+
+
+def _children_cpu_seconds() -> float:
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return children.ru_utime + children.ru_stime
+
+
+class ChildResult(subprocess.CompletedProcess[str]):
+    """A finished child: its output and exit status, and what it used: CPU seconds (user and system,
+    read as the children's rusage before and after it, so other children reaped meanwhile would count
+    too: kiln runs one at a time) and its peak resident memory in bytes (0 where /proc is not there)."""
+
+    cpu_seconds: float = 0.0
+    peak: int = 0
 
 
 def run_child(
     command: Sequence[str], preexec_fn: Callable[[], None] | None = None, cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
+) -> ChildResult:
     """`subprocess.run(command, capture_output=True, text=True, preexec_fn=preexec_fn, cwd=cwd)`,
-    recording the child's peak memory in the measurement in progress."""
+    recording the child's peak memory in the measurement in progress; the result says what it used."""
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        before = _children_cpu_seconds()
         process = subprocess.Popen(command, stdout=out, stderr=err, text=True, preexec_fn=preexec_fn, cwd=cwd)
         status = Path(f"/proc/{process.pid}/status")
         peak = 0
@@ -78,7 +93,8 @@ def run_child(
                 continue
         out.seek(0)
         err.seek(0)
-        result = subprocess.CompletedProcess(list(command), process.returncode, out.read(), err.read())
+        result = ChildResult(list(command), process.returncode, out.read(), err.read())
+        result.cpu_seconds, result.peak = _children_cpu_seconds() - before, peak
     for usage in _active:
         usage.child_peak = max(usage.child_peak, peak)
     return result

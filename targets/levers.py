@@ -86,7 +86,9 @@ def compile_with_levers(text: str, levers: tuple[Lever, ...], compile_one: Compi
         instead = f"compiled with {lever.describe(choice)} instead" if choice is not None else "compiled without it"
         return Outcome(vmfb, setting, (f"note: iree-compile failed with kiln's {lever.name} default ({first.message}); {instead}",))
     if tried:
-        bare = _attempt(text, levers, nothing, compile_one)  # again, so that the stage's dumps are this compile's
+        # Again, so that the stage's dumps are this compile's (the vmfb stage keeps each compile that
+        # worked, its artifact and phase dumps, and runs iree-compile only once for it).
+        bare = _attempt(text, levers, nothing, compile_one)
     names = ", ".join(lever.name for lever in levers)
     return Outcome(bare, nothing, (f"note: iree-compile failed with kiln's {names} default(s) ({first.message}); compiled without them",))
 

@@ -17,6 +17,7 @@ from kiln.runtime.manifest import FunctionSpec
 if TYPE_CHECKING:
     from kiln.targets.target import ResolvedTarget
 
+    from ..iree_backend import IreeRun
     from ..model_file import ModelSpec
     from ..options import CompileOptions
     from ..weights import Parameters
@@ -54,8 +55,9 @@ class StageContext:
     resolved: ResolvedTarget
     dump_stem: Path | None  # <dump_dir>/<index>-<name>, or None when not dumping
     input_dump: Path | None  # the previous stage's dump: the reproducer if this stage fails
-    pass_times: dict[str, float] = field(default_factory=dict)
+    pass_times: dict[str, float] = field(default_factory=dict)  # a pass stage's passes; the vmfb stage's steps
     say: Callable[[str], None] = lambda line: None  # a line the user sees even when quiet (notes)
+    iree_runs: list[IreeRun] = field(default_factory=list)  # every iree-compile run of the stage, in order
 
 
 def shorten(text: str, limit: int = 240) -> str:

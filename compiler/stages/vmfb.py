@@ -9,7 +9,14 @@ compiled with.
 
 from __future__ import annotations
 
+import glob
 import hashlib
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,9 +28,9 @@ from kiln.targets.levers import Lever, compile_with_levers
 from kiln.targets.target import KernelPlan, ResolvedTarget
 
 from ..artifact import Compiled, versions
-from ..iree_backend import iree_compile_with_workarounds
+from ..iree_backend import iree_compile_with_workarounds, recorded_runs
 from ..out_variants import add_out_variants
-from ..transients import add_transient_variants, remove_transient_variants
+from ..transients import TRANSIENTS_SUFFIX, add_transient_variants, remove_transient_variants
 from ..weights import external_parameters
 from ..written_inputs import overwritten_inputs
 from . import Program, StageContext
@@ -94,26 +101,123 @@ def _build(program: Program, context: StageContext) -> _Build:
     """The module printed, the target's kernels planned on it and put in, and iree-compile run with the
     target's levers (targets/levers.py)."""
     resolved = context.resolved
-    text = program.module.operation.get_asm(enable_debug_info=True)
-    plan = resolved.kernels.plan(program.module, text) if resolved.kernels is not None else NO_KERNELS
-    reproducer = _iree_input(program, plan, context)
+    with _timed(context, "print the hand-off"):
+        text = program.module.operation.get_asm(enable_debug_info=True)
+    plan: KernelPlan = NO_KERNELS
+    if resolved.kernels is not None:
+        with _timed(context, "kernels: plan and rewrite"):
+            plan = resolved.kernels.plan(program.module, text)
+    with _timed(context, "side dumps") if context.dump_stem is not None else nullcontext():
+        reproducer = _iree_input(program, plan, context)
     text = plan.splice(text)
     levers = tuple(lever for lever in resolved.levers if lever.applies_to(text))
     levers += (plan.lever,) if plan.lever is not None else ()
     lever_input = context.dump_stem.with_name(f"{context.dump_stem.name}.iree-input.mlir") if context.dump_stem else None
     flags: list[str] = []  # of the last compile that worked: the artifact's
+    kept = _KeptCompiles(context.dump_stem)
 
     def compile_one(source: str, lever_flags: tuple[str, ...]) -> bytes:
         nonlocal flags
-        vmfb, flags = iree_compile_with_workarounds(
-            source, list(resolved.flags_with(lever_flags)), context.dump_stem, reproducer if source is text else lever_input
-        )
+        again = kept.get(source, lever_flags)
+        if again is not None:  # asked again (compile_with_levers wants its dumps back): no second run
+            vmfb, flags = again
+            return vmfb
+        label = _run_label(levers, lever_flags, source)
+        with recorded_runs() as runs:
+            try:
+                vmfb, flags = iree_compile_with_workarounds(
+                    source, list(resolved.flags_with(lever_flags)), context.dump_stem, reproducer if source is text else lever_input
+                )
+            finally:
+                context.iree_runs.extend(replace(run, label=label) for run in runs)
+        kept.add(source, lever_flags, vmfb, flags)
         return vmfb
 
-    outcome = compile_with_levers(text, levers, compile_one)
+    with kept:
+        outcome = compile_with_levers(text, levers, compile_one)
     used = outcome.used(levers)
     kernels_used = plan.lever is None or any(lever is plan.lever for lever, _ in used)
     return _Build(outcome.vmfb, used, tuple(flags), plan, kernels_used, (*plan.notes(), *outcome.notes))
+
+
+def _run_label(levers: tuple[Lever, ...], lever_flags: tuple[str, ...], source: str) -> str:
+    """What one iree-compile run has on, for --timing: the levers (a fallback choice named by its
+    flags) and whether the transient variants are in the text."""
+    on = []
+    for lever in levers:
+        for index, choice in enumerate(lever.choices):
+            flags_on = all(flag in lever_flags for flag in choice)
+            if (lever.text is None or source is lever.text) and (choice or lever.text is not None) and flags_on:
+                on.append(lever.name if index == 0 else f"{lever.name} ({lever.describe(index)})")
+                break
+    variants = " + transient variants" if TRANSIENTS_SUFFIX in source else ""
+    return f"levers: {', '.join(on) or 'none'}{variants}"
+
+
+class _KeptCompiles:
+    """The compiles that worked, by input text and lever flags, so that one asked for again (where every
+    lever's fallback failed, compile_with_levers takes the compile without levers, which it ran first)
+    is not run twice: its artifact and flags are kept, and its phase dumps (IREE's `<stem>-NN-<phase>.mlir`,
+    which later runs overwrote) as hard links in a folder beside them, put back when it is asked for and
+    removed when the stage is done. iree-compile is deterministic: the artifact is the one a second run makes."""
+
+    def __init__(self, stem: Path | None) -> None:
+        self.stem = stem
+        self.compiles: list[tuple[str, tuple[str, ...], bytes, list[str], Path | None]] = []
+
+    def add(self, source: str, lever_flags: tuple[str, ...], vmfb: bytes, flags: list[str]) -> None:
+        folder = None
+        if self.stem is not None:
+            folder = self.stem.with_name(f".{self.stem.name}.kept-{len(self.compiles)}")
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            for file in self._phase_files():
+                _link_or_copy(file, folder / file.name)
+        self.compiles.append((source, lever_flags, vmfb, flags, folder))
+
+    def get(self, source: str, lever_flags: tuple[str, ...]) -> tuple[bytes, list[str]] | None:
+        for kept_source, kept_flags, vmfb, flags, folder in self.compiles:
+            if kept_source is source and kept_flags == lever_flags:
+                if folder is not None and self.stem is not None:
+                    for file in self._phase_files():
+                        file.unlink()
+                    for file in folder.iterdir():
+                        _link_or_copy(file, self.stem.with_name(file.name))
+                return vmfb, flags
+        return None
+
+    def _phase_files(self) -> list[Path]:
+        assert self.stem is not None
+        return [file for file in self.stem.parent.glob(f"{glob.escape(self.stem.name)}-*.mlir") if _PHASE_DUMP.match(file.name)]
+
+    def __enter__(self) -> _KeptCompiles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for *_, folder in self.compiles:
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+_PHASE_DUMP = re.compile(r"^.+-\d\d-[\w-]+\.mlir$")
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:  # a file system without hard links
+        shutil.copy2(source, target)
+
+
+@contextmanager
+def _timed(context: StageContext, step: str) -> Iterator[None]:
+    """Adds the block's seconds to the stage's step times (--timing lists them under the stage)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        context.pass_times[step] = context.pass_times.get(step, 0.0) + time.perf_counter() - start
 
 
 class _NoKernels:
