@@ -3,8 +3,8 @@
 5.3M parameters, 224x224 images, 1000 classes; MBConv blocks with depthwise convolutions (TensorFlow
 "same" padding), squeeze-excitation and swish. Config written out below (transformers' defaults are
 B7's); weights by name (_weights.py), LeCun-scaled, batch norm with trained-looking statistics.
-Tiny (the CI slice): width 0.25 and depth 0.1 (one block per stage, still all seven stages with
-their kernel sizes and strides), 32x32 images.
+Tiny (the CI slice): width 0.25, three of the seven stages (3x3 and 5x5 kernels, strides 1 and 2,
+one residual block), 32x32 images.
 """
 
 import sys
@@ -23,9 +23,13 @@ _B0 = dict(  # google/efficientnet-b0
     num_block_repeats=[1, 2, 2, 3, 3, 4, 1], expand_ratios=[1, 6, 6, 6, 6, 6, 6], squeeze_expansion_ratio=0.25,
     hidden_act="swish", pooling_type="mean", batch_norm_eps=1e-3, batch_norm_momentum=0.99, drop_connect_rate=0.2,
 )
+_TINY = dict(  # three of B0's stages: a 3x3 and a 5x5 kernel, stride 1 and 2, expansion 1 and 6, a residual block
+    kernel_sizes=[3, 3, 5], in_channels=[32, 16, 24], out_channels=[16, 24, 40], strides=[1, 2, 2],
+    num_block_repeats=[1, 2, 1], expand_ratios=[1, 6, 6],
+)
 CONFIGS = {
     "full": dict(_B0, image_size=224, width_coefficient=1.0, depth_coefficient=1.0, hidden_dim=1280, dropout_rate=0.2, num_labels=1000),
-    "tiny": dict(_B0, image_size=32, width_coefficient=0.25, depth_coefficient=0.1, hidden_dim=320, num_labels=10),
+    "tiny": dict(_B0, **_TINY, image_size=32, width_coefficient=0.25, depth_coefficient=1.0, hidden_dim=320, num_labels=10),
 }  # fmt: skip
 __all__ = ["BATCHES", "DTYPES", "get_example_inputs", "get_model"]
 

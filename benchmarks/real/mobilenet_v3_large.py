@@ -25,6 +25,9 @@ __all__ = ["BATCHES", "DTYPES", "REQUIRES", "get_example_inputs", "get_model"]
 
 
 def get_model(dtype: str = "f32", size: str = "full"):
+    from kiln.conformance.families import import_torchvision
+
+    import_torchvision()  # timm imports torchvision, whose PyPI build cannot load its C++ ops beside torch's CPU wheel
     import timm
 
     name, classes = ARCHITECTURES[size]

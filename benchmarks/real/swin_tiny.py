@@ -3,8 +3,8 @@
 28.3M parameters, 224x224 images in 4x4 patches, stages [2, 2, 6, 2] of widths 96-768 and heads
 [3, 6, 12, 24], attention in 7x7 windows, shifted in every second block, with a relative position
 bias table, patch merging between stages, 1000 classes. Config written out below; weights by name
-(_weights.py). Tiny (the CI slice): two stages of two blocks (so one shifted window each), width
-16, 2x2 windows, 32x32 images.
+(_weights.py). Tiny (the CI slice): a stage of two blocks (the second's windows shifted), patch
+merging, a stage of one block, width 16, 2x2 windows, 32x32 images.
 """
 
 import sys
@@ -24,7 +24,7 @@ CONFIGS = {
         num_labels=1000,
     ),
     "tiny": dict(
-        image_size=32, patch_size=4, num_channels=3, embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=2,
+        image_size=32, patch_size=4, num_channels=3, embed_dim=16, depths=[2, 1], num_heads=[2, 4], window_size=2,
         mlp_ratio=2.0, qkv_bias=True, hidden_act="gelu", layer_norm_eps=1e-5, num_labels=10,
     ),
 }  # fmt: skip
