@@ -108,6 +108,12 @@ class Target:
     # Whether entry functions get variants whose intermediates live in storage the runtime maps once
     # (compiler/transients.py); left out, like a lever, should iree-compile fail with them.
     transient_variants: bool = False
+    # Whether entry functions get `<name>$out` variants that write results into tensors the caller
+    # allocates (compiler/out_variants.py): only where the runtime's boundary has the caller allocate
+    # results (runtime/boundary.py: CUDA). IREE inlines every variant's call, so each one compiles the
+    # whole body again: tiny MobileNetV2 on llvm-cpu took 10 s of iree-compile CPU with `main` alone,
+    # 20 s with the transient variant beside it, 25 s with an out variant too (issue 33).
+    out_variants: bool = False
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ def run(program: Program, context: StageContext) -> Compiled:
     resolved = context.resolved
     names = tuple(function.name for function in program.functions)
     overwritten = overwritten_inputs(program.module, names)
-    variants = add_out_variants(program.module, names)
+    variants = add_out_variants(program.module, names) if resolved.target.out_variants else {}
     mark_target(program.module, resolved)
     if resolved.device_targets is not None:
         with program.module.context:  # IREE's attribute, opaque here: the context allows unregistered dialects

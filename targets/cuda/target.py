@@ -154,4 +154,5 @@ TARGET = Target(
     # (compiler/importer.py): the kernel computes it (GPT-2 f32: 0.53 ms against 8.0 decomposed).
     fused_attention_dtypes=("bfloat16", "float16"),
     levers=(KEEP_ASSERTIONS,),
+    out_variants=True,  # results go into tensors torch allocates: IREE 3.13 cannot export its own
 )

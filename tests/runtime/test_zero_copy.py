@@ -52,6 +52,7 @@ from kiln.runtime import executors
 from kiln.runtime.boundary import HostBoundary, KilnCopyWarning, StagedBoundary
 from kiln.runtime.manifest import Manifest
 from kiln.runtime.plans import evaluate
+from kiln.targets import TARGETS as TARGET_ROOMS
 
 CPU = torch.device("cpu")
 CARRIED = "KILN_ZERO_COPY_ARTIFACTS"  # a folder the __main__ below wrote: <folder>/cuda, <folder>/cpu
@@ -464,13 +465,23 @@ def test_check_on_cpu(cpu_artifacts, check):
     CHECKS[check](loader(cpu_artifacts), CPU)
 
 
+@pytest.fixture(scope="module")
+def cpu_out_artifacts(tmp_path_factory):
+    """The check models for llvm-cpu with out variants, which only CUDA artifacts get otherwise."""
+    if os.environ.get(CARRIED):
+        pytest.skip("carried artifacts: the CUDA checks take this route on the device")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(TARGET_ROOMS, "llvm-cpu", replace(TARGET_ROOMS["llvm-cpu"], out_variants=True))
+        return _artifacts("llvm-cpu", tmp_path_factory)
+
+
 @pytest.mark.parametrize(
     "check", ["zero copy", "dtypes", "aliasing", "lifetimes", "result reuse", "concurrent", "dynamic", "zero size"]
 )
-def test_check_on_cpu_through_out_variants(cpu_artifacts, check, monkeypatch):
+def test_check_on_cpu_through_out_variants(cpu_out_artifacts, check, monkeypatch):
     """The CUDA route on the CPU: results allocated by torch, written by IREE through `main$out`."""
     monkeypatch.setattr(HostBoundary, "storage_results", True)
-    load = loader(cpu_artifacts)
+    load = loader(cpu_out_artifacts)
     module = load("affine")
     assert module.functions["main"]._out_function is not None  # the route under test is taken
     CHECKS[check](load, CPU)
@@ -492,9 +503,21 @@ def test_check_on_cuda(cuda_artifacts, check):
 # Out variants: what kiln hands IREE at both hand-offs, called directly
 
 
+@pytest.fixture
+def cpu_out_variants(monkeypatch):
+    """llvm-cpu compiles out variants, as cuda does, for the tests below."""
+    monkeypatch.setitem(TARGET_ROOMS, "llvm-cpu", replace(TARGET_ROOMS["llvm-cpu"], out_variants=True))
+
+
+def test_only_cuda_artifacts_get_out_variants():
+    """Each variant compiles the whole body again; only the CUDA runtime calls them."""
+    assert [name for name, room in TARGET_ROOMS.items() if room.out_variants] == ["cuda"]
+    assert HostBoundary.storage_results is False
+
+
 @compiler
 @pytest.mark.parametrize("handoff", ["linalg", "torch"])
-def test_out_variant_writes_into_caller_storage_at_both_handoffs(handoff):
+def test_out_variant_writes_into_caller_storage_at_both_handoffs(handoff, cpu_out_variants):
     """`main$out(x, out0, out1, out2)` fills the caller's tensors, also where `main` returns x itself."""
     compiled = kiln.compile(Passthrough(), (torch.randn(16, 32),), handoff=handoff)
     (function,) = compiled.manifest.functions
@@ -514,7 +537,7 @@ def test_out_variant_writes_into_caller_storage_at_both_handoffs(handoff):
 
 
 @compiler
-def test_artifacts_without_out_variants_use_the_plain_call(monkeypatch):
+def test_artifacts_without_out_variants_use_the_plain_call(monkeypatch, cpu_out_variants):
     """A manifest without out variants (older artifacts) loads, and calls go through `main`."""
     compiled = kiln.compile(AddOne(), (torch.zeros(4),))
     data = compiled.manifest.to_json().replace('"out_variant": "main$out"', '"out_variant": null')
