@@ -18,22 +18,31 @@ was, so tools (iree-run-module, `kiln run --driver`) call it with inputs alone.
 
 from __future__ import annotations
 
+import math
+import re
+
 from torch_mlir import ir
 
 from .functions import functions_by_name
 
 TRANSIENTS_SUFFIX = "$transients"
 
+_BUILTIN_TENSOR = re.compile(r"^tensor<((?:\d+x)*)([a-z]+\d*)")  # tensor<2x3xf32>
+_TORCH_TENSOR = re.compile(r"^!torch\.vtensor<\[([\d,]*)\],([a-z]+\d*)")  # !torch.vtensor<[2,3],f32>
+_BYTES = {"f64": 8, "i64": 8, "si64": 8, "ui64": 8, "f32": 4, "i32": 4, "si32": 4, "bf16": 2, "f16": 2, "i16": 2, "si16": 2}
+_CONSTANTS = ("arith.constant", "torch.vtensor.literal")
 
-def add_transient_variants(module: ir.Module, names: tuple[str, ...]) -> dict[str, str]:
+
+def add_transient_variants(module: ir.Module, names: tuple[str, ...], smallest: int = 0) -> dict[str, str]:
     """Add `<name>$transients` beside each public function `name` in `names` whose inputs and results
-    are all statically shaped tensors; returns name -> variant name."""
+    are all statically shaped tensors and whose largest intermediate tensor has at least `smallest`
+    bytes; returns name -> variant name."""
     functions = functions_by_name(module)
     variants: dict[str, str] = {}
     with module.context, ir.Location.unknown():
         for name in names:
             op = functions.get(name)
-            if op is None:
+            if op is None or largest_intermediate(op) < smallest:
                 continue
             signature = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
             inputs, results = [str(t) for t in signature.inputs], [str(t) for t in signature.results]
@@ -72,3 +81,27 @@ func.func @"{name}{TRANSIENTS_SUFFIX}"({", ".join([*arguments, "%storage: !hal.b
   func.return {returned} : {", ".join(results)}
 }}
 """
+
+
+def largest_intermediate(function: ir.Operation) -> int:
+    """The bytes of the largest statically shaped tensor an op of `function`'s body makes (constants
+    aside: they are the artifact's, not a call's)."""
+    largest = 0
+    for block in function.regions[0].blocks:
+        for op in block.operations:
+            if op.operation.name in _CONSTANTS:
+                continue
+            for result in op.operation.results:
+                largest = max(largest, _tensor_bytes(str(result.type)))
+    return largest
+
+
+def _tensor_bytes(type_text: str) -> int:
+    builtin, torch = _BUILTIN_TENSOR.match(type_text), _TORCH_TENSOR.match(type_text)
+    if builtin is not None:
+        dims, dtype = [int(d) for d in builtin.group(1).split("x") if d], builtin.group(2)
+    elif torch is not None:
+        dims, dtype = [int(d) for d in torch.group(1).split(",") if d], torch.group(2)
+    else:
+        return 0
+    return math.prod(dims) * _BYTES.get(dtype, 1)

@@ -105,9 +105,11 @@ class Target:
     carried_dtypes: dict[str, str] = field(default_factory=lambda: {"float64": "float32"})
     # Defaults beyond IREE's own that the backend drops where IREE fails with them (levers.py).
     levers: tuple[Lever, ...] = ()
-    # Whether entry functions get variants whose intermediates live in storage the runtime maps once
-    # (compiler/transients.py); left out, like a lever, should iree-compile fail with them.
-    transient_variants: bool = False
+    # Entry functions whose largest intermediate tensor has at least this many bytes get a variant
+    # whose intermediates live in storage the runtime maps once (compiler/transients.py; None: none
+    # do); left out, like a lever, should iree-compile fail with them. Each variant is the body
+    # compiled once more by iree-compile.
+    transient_variants: int | None = None
     # Whether entry functions get `<name>$out` variants that write results into tensors the caller
     # allocates (compiler/out_variants.py): only where the runtime's boundary has the caller allocate
     # results (runtime/boundary.py: CUDA). IREE inlines every variant's call, so each one compiles the

@@ -12,7 +12,11 @@ import torch
 from torch import nn
 
 import kiln
+from kiln.compiler.transients import largest_intermediate
 from kiln.runtime.manifest import Manifest, ManifestError, check_manifest_json
+from kiln.targets.llvm_cpu.target import TRANSIENT_VARIANTS_FROM
+
+BATCH = 8192  # hidden activations of 8 MiB: above the size from which llvm-cpu adds the variant
 
 
 class TwoLayers(nn.Module):
@@ -29,7 +33,7 @@ class TwoLayers(nn.Module):
 
 @pytest.fixture(scope="module")
 def compiled():
-    return kiln.compile(TwoLayers(), (torch.randn(32, 64),))
+    return kiln.compile(TwoLayers(), (torch.randn(BATCH, 64),))
 
 
 def _size(compiled) -> int:
@@ -40,13 +44,13 @@ def _size(compiled) -> int:
 def test_cpu_artifact_has_a_transient_variant(compiled):
     (function,) = compiled.manifest.functions
     assert function.transients_variant == "main$transients"
-    assert _size(compiled) >= 32 * 256 * 4  # at least the hidden activations
+    assert _size(compiled) >= BATCH * 256 * 4  # at least the hidden activations
 
 
 def test_calls_use_the_storage_and_results_outlive_the_next_call(compiled):
     model = TwoLayers().eval()
     module = kiln.runtime.LoadedModule(compiled.vmfb, compiled.manifest)
-    first, second = torch.randn(32, 64), torch.randn(32, 64)
+    first, second = torch.randn(BATCH, 64), torch.randn(BATCH, 64)
     y1 = module(first)
     y2 = module(second)  # same storage: a result living there would now hold the second call's values
     with torch.no_grad():
@@ -59,7 +63,7 @@ def test_calls_use_the_storage_and_results_outlive_the_next_call(compiled):
 def test_threads_calling_at_once_get_their_own_results(compiled):
     model = TwoLayers().eval()
     module = kiln.runtime.LoadedModule(compiled.vmfb, compiled.manifest)
-    inputs = [torch.randn(32, 64) for _ in range(8)]
+    inputs = [torch.randn(BATCH, 64) for _ in range(8)]
     outputs: list[torch.Tensor | None] = [None] * len(inputs)
 
     def call(index: int) -> None:
@@ -82,14 +86,38 @@ def test_the_plain_function_still_takes_inputs_alone(compiled):
     instance = rt.VmInstance()
     vm_module = rt.VmModule.copy_buffer(instance, compiled.vmfb)
     context = rt.VmContext(instance, modules=[rt.create_hal_module(instance, device), vm_module])
-    x = torch.randn(32, 64)
+    x = torch.randn(BATCH, 64)
     arguments = rt.VmVariantList(1)
     arguments.push_ref(device.from_dlpack_capsule(torch.utils.dlpack.to_dlpack(x)))
     results = rt.VmVariantList(1)
     context.invoke(vm_module.lookup_function("main"), arguments, results)
-    y = torch.from_numpy(results.get_as_object(0, rt.HalBufferView).map().asarray((32, 64), np.dtype("float32")).copy())
+    y = torch.from_numpy(results.get_as_object(0, rt.HalBufferView).map().asarray((BATCH, 64), np.dtype("float32")).copy())
     with torch.no_grad():
         torch.testing.assert_close(y, TwoLayers().eval()(x), rtol=1e-5, atol=1e-5)
+
+
+def test_small_intermediates_get_no_variant():
+    """Below TRANSIENT_VARIANTS_FROM the variant costs a second compile of the body and saves nothing."""
+    compiled = kiln.compile(TwoLayers(), (torch.randn(32, 64),))
+    assert compiled.manifest.functions[0].transients_variant is None
+    assert 32 * 256 * 4 < TRANSIENT_VARIANTS_FROM <= BATCH * 256 * 4
+
+
+def test_largest_intermediate_counts_what_ops_make_not_constants():
+    from torch_mlir import ir
+
+    from kiln.compiler.functions import functions_by_name
+
+    text = """
+    func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xbf16> {
+      %w = arith.constant dense<1.0> : tensor<1024x1024xf32>
+      %e = tensor.empty() : tensor<4x8x16xf32>
+      %b = tensor.empty() : tensor<4x8xbf16>
+      return %b : tensor<4x8xbf16>
+    }"""
+    with ir.Context():
+        module = ir.Module.parse(text)
+        assert largest_intermediate(functions_by_name(module)["main"]) == 4 * 8 * 16 * 4
 
 
 def test_dynamic_shapes_get_no_variant():
@@ -111,7 +139,7 @@ def test_manifest_names_the_variant_it_has(compiled):
     data["functions"][0]["transients_variant"] = None
     module = kiln.runtime.LoadedModule(compiled.vmfb, Manifest.from_json(json.dumps(data)))
     assert module.functions["main"]._transients_function is None
-    x = torch.randn(32, 64)
+    x = torch.randn(BATCH, 64)
     with torch.no_grad():
         torch.testing.assert_close(module(x), TwoLayers().eval()(x), rtol=1e-5, atol=1e-5)
 
@@ -132,7 +160,7 @@ def test_a_compile_the_variants_break_goes_on_without_them(monkeypatch):
 
     monkeypatch.setattr(vmfb, "_build", failing_with_the_variants)
     notes: list[str] = []
-    x = torch.randn(32, 64)
+    x = torch.randn(BATCH, 64)
     compiled = run_pipeline(spec_from_module(TwoLayers(), (x,)), CompileOptions(), say=notes.append).compiled
     assert compiled.manifest.functions[0].transients_variant is None
     assert [line for line in notes if "transient" in line] == [

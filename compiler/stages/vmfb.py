@@ -46,7 +46,8 @@ def run(program: Program, context: StageContext) -> Compiled:
     if resolved.device_targets is not None:
         with program.module.context:  # IREE's attribute, opaque here: the context allows unregistered dialects
             program.module.operation.attributes["hal.device.targets"] = ir.Attribute.parse(resolved.device_targets)
-    transients = add_transient_variants(program.module, names) if resolved.target.transient_variants else {}
+    smallest = resolved.target.transient_variants
+    transients = add_transient_variants(program.module, names, smallest) if smallest is not None else {}
     try:
         build = _build(program, context)
     except KilnError as failure:

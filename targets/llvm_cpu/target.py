@@ -100,6 +100,14 @@ def _choose(options: CompileOptions, arch: ArchChoice | None, handoff: str) -> C
     )
 
 
+# The transient variant doubles iree-compile's work (it compiles the body again) and pays only where a
+# call's intermediates are large: IREE maps them fresh from the C heap each call, faulting in every
+# page. Measured on the 2-core development machine (A/B, one run each, llvm-cpu f32): the suite's
+# mobilenet_block with a largest intermediate of 2.4 MiB 2.0x slower with the variant, 9.2 MiB 0.85x,
+# 37 MiB and more 0.48x; gpt2_block at 1.5 and 3 MiB 0.94x and 0.97x, 12 MiB 0.88x. The crossover
+# lies between 2.4 and 9.2 MiB; below 4 MiB a model compiles once, half the iree-compile time.
+TRANSIENT_VARIANTS_FROM = 4 << 20
+
 TARGET = Target(
     name="llvm-cpu",
     summary="this machine's CPU (or another one with --cpu), through LLVM",
@@ -109,5 +117,5 @@ TARGET = Target(
     choose=_choose,
     carried_dtypes={},
     levers=(KEEP_ASSERTIONS, DATA_TILING, CHANNELS_LAST, BATCH_MATMUL_TRANSPOSES),
-    transient_variants=True,
+    transient_variants=TRANSIENT_VARIANTS_FROM,
 )
