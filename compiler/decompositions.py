@@ -351,14 +351,17 @@ def _avg_pool2d_ceil(
     65-wide input, and iree-compile rejects the pooling ("inferred ... to be 65, but found 64").
     Here each dimension is padded to exactly what the last window reads; the sums are divided by
     each window's count as PyTorch counts it (padding included or not, the ceil-mode overhang never).
+    A window never reads past the padded input, so a kernel larger than it is cut to it: transformers'
+    EfficientNet pools its 7x7 map with a 1280x1280 kernel, which padded to the kernel asked IREE for
+    268 GB at batch 32.
     """
     if not ceil_mode or x.dim() != 4 or not all(isinstance(d, int) for d in x.shape):
         return NotImplemented
-    kernel = _pair(kernel_size)
-    strides = _pair(stride) if stride else kernel
+    strides = _pair(stride) if stride else _pair(kernel_size)
     pads = _pair(padding)
     sizes = x.shape[-2:]
-    outputs = [_pooled_size(size, k, s, p) for size, k, s, p in zip(sizes, kernel, strides, pads, strict=True)]
+    outputs = [_pooled_size(size, k, s, p) for size, k, s, p in zip(sizes, _pair(kernel_size), strides, pads, strict=True)]
+    kernel = [min(k, size + 2 * p) for k, size, p in zip(_pair(kernel_size), sizes, pads, strict=True)]
     needed = [(out - 1) * s + k for out, s, k in zip(outputs, strides, kernel, strict=True)]
     widths = [pads[1], needed[1] - sizes[1] - pads[1], pads[0], needed[0] - sizes[0] - pads[0]]
     padded = aten.constant_pad_nd.default(x, widths, 0.0)

@@ -14,7 +14,9 @@ any.empty_dim, all_any.empty_*, u8.from_float_high).
 from __future__ import annotations
 
 import json
+import math
 import platform
+import re
 
 import pytest
 import torch
@@ -155,3 +157,29 @@ def test_float_to_uint8_wraps_outside_0_to_255_as_eager_on_x86():
     module = ToUint8()
     want = module(values)
     _assert_as_eager(kiln.compile(module, (values,), target="llvm-cpu")(values), want)
+
+
+class PoolWiderThanInput(nn.Module):
+    """transformers' EfficientNet head: AvgPool2d(1280, ceil_mode=True) over a 7x7 map (a global
+    mean), and the same with padding and a stride, counted with and without the padding."""
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            nn.functional.avg_pool2d(x, 1280, ceil_mode=True),
+            nn.functional.avg_pool2d(x, (9, 4), stride=(9, 3), padding=(1, 2), ceil_mode=True),
+            nn.functional.avg_pool2d(x, (9, 4), stride=(9, 3), padding=(1, 2), ceil_mode=True, count_include_pad=False),
+        )
+
+
+def test_a_ceil_mode_pooling_wider_than_its_input_reads_only_the_input() -> None:
+    """The ceil-mode decomposition padded the input to the kernel: 7x7 to 1280x1280, 268 GB at
+    EfficientNet-B0's batch 32 on the GPU (CUDA out of memory). A window now reads the padded input
+    at most, and the values are eager's."""
+    from kiln.compiler import CompileOptions, run_until, spec_from_module
+
+    x = torch.randn(2, 8, 7, 7)
+    module = PoolWiderThanInput()
+    stopped = run_until(spec_from_module(module, (x,)), CompileOptions(stop_after="aten"))
+    shapes = re.findall(r"vtensor<\[([\d,]*)\]", str(stopped.value.module))
+    assert max(math.prod(int(d) for d in shape.split(",") if d) for shape in shapes) <= x.numel() * 4
+    _assert_as_eager(kiln.compile(module, (x,))(x), module(x))
