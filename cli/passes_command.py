@@ -79,8 +79,8 @@ def timing_table(stages: Any) -> str:
     Under the vmfb stage: its steps, then every iree-compile run (ok or failed) with its own time, CPU
     time and peak, and what it had on (levers, transient variants); last, how many runs the compile
     took: more than one means a lever or the variants were dropped after a failure, each run a full compile."""
-    runs = [(stage, run) for stage in stages for run in getattr(stage, "iree_runs", ())]
-    names = [len(name) + 4 for stage in stages for name in stage.pass_times] + [len(_run_name(i, run)) + 4 for i, (_, run) in enumerate(runs)]
+    runs = [run for stage in stages for run in stage.iree_runs]
+    names = [len(name) + 4 for stage in stages for name in stage.pass_times] + [len(_run_name(i, run)) + 4 for i, run in enumerate(runs)]
     width = max([len(stage.name) + 2 for stage in stages] + names)
     lines = [f"  {'stage':<{width - 2}}  {'time':>9}  {'cpu':>9}  {'peak':>9}  {'iree-compile':>12}"]
     number = 0
@@ -91,14 +91,14 @@ def timing_table(stages: Any) -> str:
         child = _mib(usage.child_peak) if usage is not None and usage.child_peak else ""
         lines.append(f"  {stage.name:<{width - 2}}  {stage.seconds:8.3f}s  {cpu:>9}  {peak:>9}  {child:>12}")
         lines += [f"    {name:<{width - 4}}  {seconds:8.3f}s" for name, seconds in stage.pass_times.items()]
-        for run in getattr(stage, "iree_runs", ()):
+        for run in stage.iree_runs:
             name = _run_name(number, run)
             number += 1
             lines.append(
                 f"    {name:<{width - 4}}  {run.seconds:8.3f}s  {run.cpu_seconds:8.3f}s  {'':>9}  {_mib(run.peak) if run.peak else '':>12}  {run.label}"
             )
     if runs:
-        cpu = sum(run.cpu_seconds for _, run in runs)
+        cpu = sum(run.cpu_seconds for run in runs)
         retries = len(runs) - 1
         again = f"{retries} retr{'y' if retries == 1 else 'ies'}: a lever or the transient variants dropped" if retries else "no retries"
         lines.append(f"iree-compile: {len(runs)} run{'s' if len(runs) > 1 else ''} ({again}), {cpu:.3f}s CPU")

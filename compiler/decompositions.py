@@ -357,11 +357,12 @@ def _avg_pool2d_ceil(
     """
     if not ceil_mode or x.dim() != 4 or not all(isinstance(d, int) for d in x.shape):
         return NotImplemented
-    strides = _pair(stride) if stride else _pair(kernel_size)
+    requested = _pair(kernel_size)
+    strides = _pair(stride) if stride else requested
     pads = _pair(padding)
     sizes = x.shape[-2:]
-    outputs = [_pooled_size(size, k, s, p) for size, k, s, p in zip(sizes, _pair(kernel_size), strides, pads, strict=True)]
-    kernel = [min(k, size + 2 * p) for k, size, p in zip(_pair(kernel_size), sizes, pads, strict=True)]
+    outputs = [_pooled_size(size, k, s, p) for size, k, s, p in zip(sizes, requested, strides, pads, strict=True)]
+    kernel = [min(k, size + 2 * p) for k, size, p in zip(requested, sizes, pads, strict=True)]
     needed = [(out - 1) * s + k for out, s, k in zip(outputs, strides, kernel, strict=True)]
     widths = [pads[1], needed[1] - sizes[1] - pads[1], pads[0], needed[0] - sizes[0] - pads[0]]
     padded = aten.constant_pad_nd.default(x, widths, 0.0)
