@@ -19,6 +19,7 @@ from kiln.errors import KilnError
 from .bench_command import bench_command
 from .compile_command import compile_command
 from .families_command import families_command
+from .generate_command import generate_command
 from .ops_command import ops_command
 from .opt_command import opt_command
 from .passes_command import passes_command
@@ -70,6 +71,7 @@ def kiln() -> None:
 
 kiln.add_command(compile_command)
 kiln.add_command(run_command)
+kiln.add_command(generate_command)
 kiln.add_command(passes_command)
 kiln.add_command(opt_command)
 kiln.add_command(bench_command)

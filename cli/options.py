@@ -46,13 +46,21 @@ def model_options(required: bool = True) -> Callable[[Callable[..., Any]], Calla
             inputs_name: str | None,
             dynamic_dims: tuple[str, ...],
             precision: str | None,
+            generate: bool,
+            max_seq_len: int | None,
+            batch: int,
             **kwargs: Any,
         ) -> Any:
-            from kiln.compiler.model_file import ModelSource
+            from kiln.compiler.model_file import GenerationOptions, ModelSource
 
+            if (max_seq_len is not None or batch != 1) and not generate:
+                raise click.UsageError("--max-seq-len and --batch shape a --generate compile; add --generate")
+            if generate and max_seq_len is None:
+                raise click.UsageError("--generate needs --max-seq-len N: the most tokens (prompt and new) a generation holds")
+            generation = GenerationOptions(max_seq_len, batch) if generate and max_seq_len is not None else None
             source = None
             if model_file is not None:
-                source = ModelSource(model_file, model_name, inputs_name, dynamic_dims, precision)
+                source = ModelSource(model_file, model_name, inputs_name, dynamic_dims, precision, generation)
             return function(*args, source=source, **kwargs)
 
         return _add(
@@ -67,6 +75,18 @@ def model_options(required: bool = True) -> Callable[[Callable[..., Any]], Calla
                     type=click.Choice(PRECISIONS),
                     help="Compile an f32 model in this precision: weights and float inputs are converted first.",
                 ),
+                click.option(
+                    "--generate",
+                    is_flag=True,
+                    help="The model is a causal LM (transformers): compile `prefill` and `decode` over a KV cache kept "
+                    "in the artifact, for `kiln generate` and `m.generate`; its example inputs are not used.",
+                ),
+                click.option(
+                    "--max-seq-len",
+                    type=click.IntRange(min=2),
+                    help="With --generate: the cache's length, the most tokens (prompt and new) a generation holds.",
+                ),
+                click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True, help="With --generate: the rows generated at once."),
                 click.option(
                     "--dynamic-dim",
                     "dynamic_dims",

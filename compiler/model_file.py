@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from kiln.errors import KilnError
+from kiln.runtime.manifest import GenerationSpec
 
 from .checkpoint import (
     BoundWeights,
@@ -71,6 +72,8 @@ class ModelSpec:
     source_sha256: str | None
     precision: str | None = None  # "bf16"/"f16" when kiln converted an f32 model (see precision.py)
     weights: BoundWeights | None = None  # where the meta tensors' weights are, for a model built without them
+    generation: GenerationSpec | None = None  # --generate: the entry points are prefill and decode (generation.py)
+    tokenizer: str | None = None  # the file's `tokenizer`: a name or path for transformers' AutoTokenizer
 
     @property
     def module(self) -> torch.nn.Module:
@@ -96,6 +99,14 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
+class GenerationOptions:
+    """`--generate --max-seq-len N --batch B`: compile a causal LM's prefill and decode (generation.py)."""
+
+    max_seq_len: int
+    batch: int = 1
+
+
+@dataclass(frozen=True)
 class ModelSource:
     """A model as the command line names it: the file, and the options that pick and shape it."""
 
@@ -104,13 +115,17 @@ class ModelSource:
     inputs_name: str | None = None  # --inputs
     dynamic_dims: tuple[str, ...] = ()  # --dynamic-dim INPUT:AXIS
     precision: str | None = None  # --dtype
+    generation: GenerationOptions | None = None  # --generate --max-seq-len N --batch B
 
     def load(self) -> ModelSpec:
         """The model as kiln captures it."""
-        from .precision import convert_precision  # it converts a ModelSpec, defined here
+        from .generation import for_generation  # they convert a ModelSpec, defined here
+        from .precision import convert_precision
 
-        spec = load_model_file(self.path, self.model_name, self.inputs_name)
-        return convert_precision(mark_dynamic(spec, self.dynamic_dims), self.precision)
+        spec = mark_dynamic(load_model_file(self.path, self.model_name, self.inputs_name), self.dynamic_dims)
+        if self.generation is not None:
+            spec = for_generation(spec, self.generation)
+        return convert_precision(spec, self.precision)
 
     def args(self) -> list[str]:
         """These options on a command line."""
@@ -120,6 +135,8 @@ class ModelSource:
         for dim in self.dynamic_dims:
             args += ["--dynamic-dim", dim]
         args += ["--dtype", self.precision] if self.precision else []
+        if self.generation is not None:
+            args += ["--generate", "--max-seq-len", str(self.generation.max_seq_len), "--batch", str(self.generation.batch)]
         return args
 
 
@@ -142,7 +159,12 @@ def load_model_file(
     if source is None:
         _check_weights_present(entries, str(path))
     sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
-    return ModelSpec(entries=entries, source=path, source_sha256=sha256, weights=weights)
+    tokenizer = namespace.get("tokenizer")
+    if tokenizer is not None and not isinstance(tokenizer, str | Path):
+        raise KilnError(f"{path}: `tokenizer` must name a tokenizer (a transformers name or a path), got {type(tokenizer).__name__}", stage=STAGE)
+    return ModelSpec(
+        entries=entries, source=path, source_sha256=sha256, weights=weights, tokenizer=str(tokenizer) if tokenizer else None
+    )
 
 
 def with_weights(spec: ModelSpec) -> ModelSpec:

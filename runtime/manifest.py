@@ -13,8 +13,9 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-FORMAT_VERSION = 5  # 2: several functions; 3: the calling convention (arguments, results, write-backs, state);
-# 4: the size and sha256 of the .vmfb and .irpa (`files`); 5: transient variants (`transients_variant`)
+FORMAT_VERSION = 6  # 2: several functions; 3: the calling convention (arguments, results, write-backs, state);
+# 4: the size and sha256 of the .vmfb and .irpa (`files`); 5: transient variants (`transients_variant`);
+# 6: `generation` (prefill and decode over a KV cache)
 
 
 # A dimension: a size, or the name of a dynamic size's symbol ("s0"; outputs may hold an expression).
@@ -77,6 +78,21 @@ class FunctionSpec:
 
 
 @dataclass(frozen=True)
+class GenerationSpec:
+    """An artifact compiled with `--generate`: `prefill(ids[batch, tokens])` and `decode(token[batch])`,
+    each returning (the greedy next token [batch], the logits [batch, vocab]), over a KV cache of
+    `max_seq_len` positions kept in the artifact."""
+
+    max_seq_len: int
+    batch: int
+    vocab: int
+    eos_token_ids: tuple[int, ...] = ()
+    tokenizer: str | None = None  # what the model file's `tokenizer` names, for transformers' AutoTokenizer
+    prefill: str = "prefill"
+    decode: str = "decode"
+
+
+@dataclass(frozen=True)
 class FileDigest:
     """What one of the artifact's files must be: its size and sha256, checked before IREE reads it."""
 
@@ -104,6 +120,7 @@ class Manifest:
     cpu_features: tuple[str, ...] = ()
     # The saved files by kind ("vmfb", "irpa"), recorded at save; None in memory and before format 4.
     files: dict[str, FileDigest] | None = None
+    generation: GenerationSpec | None = None  # --generate: how to generate with it
     format_version: int = FORMAT_VERSION
 
     @property
@@ -145,6 +162,8 @@ class Manifest:
         data["cpu_features"] = tuple(data.get("cpu_features", ()))
         if data.get("files") is not None:
             data["files"] = {kind: FileDigest(**digest) for kind, digest in data["files"].items()}
+        if data.get("generation") is not None:
+            data["generation"] = generation_spec(data["generation"])
         return Manifest(**data)
 
 
@@ -175,6 +194,10 @@ def function_spec(data: dict[str, Any]) -> FunctionSpec:
         transients_variant=data.get("transients_variant"),
         overwritten=tuple(data.get("overwritten", ())),
     )
+
+
+def generation_spec(data: dict[str, Any]) -> GenerationSpec:
+    return GenerationSpec(**{**data, "eos_token_ids": tuple(data.get("eos_token_ids", ()))})
 
 
 def _tensor_spec(data: dict[str, Any]) -> TensorSpec:
@@ -238,6 +261,22 @@ def check_manifest_json(data: Any) -> None:
             _integer(digest["bytes"], f"files.{kind}.bytes")
             if not (isinstance(digest["sha256"], str) and _SHA256.match(digest["sha256"])):
                 raise ManifestError(f"files.{kind}.sha256: {_shown(digest['sha256'])} is not a sha256 in hex")
+    if data.get("generation") is not None:
+        _check_generation(data["generation"], seen)
+
+
+def _check_generation(data: Any, functions: set[str]) -> None:
+    _fields(data, GenerationSpec, "generation")
+    for key in ("max_seq_len", "batch", "vocab"):
+        _integer(data[key], f"generation.{key}", low=1)
+    for index, token in enumerate(_list(data.get("eos_token_ids", []), "generation.eos_token_ids")):
+        _integer(token, f"generation.eos_token_ids[{index}]")
+    if data.get("tokenizer") is not None:
+        _text(data["tokenizer"], "generation.tokenizer")
+    for role in ("prefill", "decode"):
+        name = data.get(role, role)
+        if name not in functions:
+            raise ManifestError(f"generation.{role}: {_shown(name)} is not one of the artifact's functions")
 
 
 def _check_function(data: Any, where: str) -> None:

@@ -98,6 +98,23 @@ class LoadedModule:
             return functions[name]
         raise AttributeError(f"the artifact has no function '{name}'; it has: {', '.join(functions)}")
 
+    def generate(
+        self,
+        input_ids: torch.Tensor,
+        max_new_tokens: int = 20,
+        *,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+    ) -> torch.Tensor:
+        """An artifact compiled with `--generate`: the prompt [batch, tokens] and its new tokens, as
+        transformers' `generate` returns them (greedy unless `do_sample`; rows stop at end-of-sequence)."""
+        from .generation import Sampling, generate
+
+        return generate(self, input_ids, max_new_tokens, Sampling(do_sample, temperature, top_k, top_p, seed))
+
     @property
     def copies(self) -> dict[str, int]:
         """How many values the calls so far copied at the boundary, by reason (empty: none)."""

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from torch_mlir import ir
 
-from kiln.runtime.manifest import FunctionSpec
+from kiln.runtime.manifest import FunctionSpec, GenerationSpec
 
 if TYPE_CHECKING:
     from kiln.targets.target import ResolvedTarget
@@ -36,6 +36,7 @@ class Program:
     functions: tuple[FunctionSpec, ...]  # one per entry point, in order
     precision: str | None  # "bf16"/"f16" when kiln converted an f32 model
     parameters: Parameters | None  # weights lifted out of the IR, when externalized
+    generation: GenerationSpec | None = None  # --generate: the functions are prefill and decode
 
     def __str__(self) -> str:
         """The dump text. Weights over DUMP_RESOURCE_LIMIT are elided: a dump stays readable and small

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from torch_mlir import ir
 
 from kiln.errors import KilnError
-from kiln.runtime.manifest import FunctionSpec, TensorSpec, function_spec
+from kiln.runtime.manifest import FunctionSpec, TensorSpec, function_spec, generation_spec
 
 from ..boundary import apply_plan
 from ..capture import Exported
@@ -54,10 +54,15 @@ def run(exported: Exported, context: StageContext) -> Program:
         apply_plan(module, name, plan)
     carried = resolved.target.carried_dtypes
     functions = tuple(_function_spec(name, plan.signature, carried) for name, plan in plans.items())
-    convention = {"functions": [asdict(function) for function in functions], "precision": context.spec.precision}
+    generation = context.spec.generation
+    convention = {
+        "functions": [asdict(function) for function in functions],
+        "precision": context.spec.precision,
+        "generation": asdict(generation) if generation is not None else None,
+    }
     with module.context:
         module.operation.attributes[CALLING_CONVENTION] = ir.StringAttr.get(json.dumps(convention))
-    return Program(module, functions, context.spec.precision, parameters)
+    return Program(module, functions, context.spec.precision, parameters, generation)
 
 
 def _function_spec(name: str, signature: Signature, carried: dict[str, str]) -> FunctionSpec:
@@ -88,4 +93,5 @@ def program_from_dump(module: ir.Module, path: Path) -> Program:
         )
     convention = json.loads(ir.StringAttr(attribute).value)
     functions = tuple(function_spec(function) for function in convention["functions"])
-    return Program(module, functions, convention.get("precision"), None)
+    generation = convention.get("generation")
+    return Program(module, functions, convention.get("precision"), None, generation_spec(generation) if generation else None)

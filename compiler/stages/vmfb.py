@@ -81,6 +81,7 @@ def run(program: Program, context: StageContext) -> Compiled:
         parameters=_parameter_summary(program),
         kernels=build.kernels.records() if build.kernels_used else (),
         cpu_features=build.kernels.features if build.kernels_used else (),
+        generation=program.generation,
     )
     return Compiled(build.vmfb, manifest, program.parameters)
 

@@ -38,12 +38,16 @@ SHAPES: dict[str, tuple[int, int, int, int, int, int]] = {
     "124m": (768, 2048, 12, 12, 12, 128),  # GPT-2 small's width and depth: 134M parameters
     "1b": (2048, 5632, 22, 32, 4, 128),  # TinyLlama-1.1B: 1.1B
     "7b": (4096, 11008, 32, 32, 32, 128),  # Llama-2-7B: 6.7B
+    "3.2-1b": (2048, 8192, 16, 32, 8, 128),  # Llama-3.2-1B (untied head): 1.5B
+    "3.1-8b": (4096, 14336, 32, 32, 8, 128),  # Llama-3.1-8B: 8.0B
 }
+VOCABS = {"3.2-1b": 128256, "3.1-8b": 128256}  # Llama 3's; the others take VOCAB
 
 
-def config(size: str, vocab: int = VOCAB) -> LlamaConfig:
+def config(size: str, vocab: int | None = None) -> LlamaConfig:
     from transformers import LlamaConfig
 
+    vocab = vocab or VOCABS.get(size, VOCAB)
     hidden, intermediate, layers, heads, kv_heads, _ = SHAPES[size]
     result = LlamaConfig(
         hidden_size=hidden,
@@ -59,7 +63,7 @@ def config(size: str, vocab: int = VOCAB) -> LlamaConfig:
     return result
 
 
-def build(size: str, vocab: int = VOCAB) -> nn.Module:
+def build(size: str, vocab: int | None = None) -> nn.Module:
     """The model, with transformers' parameter names; forward(input_ids) -> logits."""
     from transformers import LlamaForCausalLM
 
@@ -72,8 +76,16 @@ def build(size: str, vocab: int = VOCAB) -> nn.Module:
     return LlamaLogits(config(size, vocab)).eval()
 
 
-def prompt(size: str, vocab: int = VOCAB) -> tuple[torch.Tensor, ...]:
+def build_causal_lm(size: str, vocab: int | None = None) -> nn.Module:
+    """The model as transformers has it, with `generate` and a KV cache: what `kiln compile --generate` takes."""
+    from transformers import LlamaForCausalLM
+
+    return LlamaForCausalLM(config(size, vocab)).eval()
+
+
+def prompt(size: str, vocab: int | None = None) -> tuple[torch.Tensor, ...]:
     tokens = SHAPES[size][-1]
+    vocab = vocab or VOCABS.get(size, VOCAB)
     return (torch.randint(0, vocab, (1, tokens), generator=torch.Generator().manual_seed(SEED)),)
 
 

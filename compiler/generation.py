@@ -1,0 +1,222 @@
+"""`--generate`: a causal LM compiled as two functions, `prefill` and `decode`, over a static KV cache.
+
+Why this shape: what users measure of a decoder is tokens per second while generating, and a decode step
+is small (one token per row) and repeated hundreds of times. So the cache lives in the artifact as state
+(mutable globals on the device: no cache crosses the boundary per token), both functions share the
+weights, and each returns the greedy next token beside the logits, so the next `decode` call takes the
+previous call's result as it is.
+
+The cache is kiln's own transformers `Cache` over buffers that kiln adds to the model (`kiln_kv.*`),
+so the model's own parameter names, and so its checkpoint, are unchanged. Each function writes its
+tokens' keys and values at explicit positions (`index_copy_`, an in-place update of the state) and
+attends over the whole cache under an additive mask that hides every position after the token's own:
+a later call never reads what an earlier, longer generation left behind, so nothing is reset. The
+position where the next token goes is state too (`kiln_kv.length`): `prefill` sets it, `decode`
+advances it.
+
+Scope: transformers decoder LMs whose attention layers call `past_key_values.update(...)` with keys
+and values of `num_key_value_heads` heads (Llama, Mistral, Qwen, Phi-3, GPT-2, ...). A model with
+sliding-window layers narrower than the cache is refused (the mask here is full causal); rows of a
+batch share one prompt length (no padding).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import MethodType
+from typing import Any
+
+import torch
+from torch import nn
+from torch.export import Dim
+
+from kiln.errors import KilnError
+from kiln.runtime.manifest import GenerationSpec
+
+from .model_file import EntryPoint, GenerationOptions, ModelSpec
+
+STAGE = "load"
+CACHE = "kiln_kv"  # the submodule kiln adds to the model: its buffers are the artifact's state
+
+
+class _KVBuffers(nn.Module):
+    """One layer's keys and values, [batch, kv heads, max_seq_len, head dim], as buffers (state)."""
+
+    def __init__(self, shape: tuple[int, int, int, int], dtype: torch.dtype) -> None:
+        super().__init__()
+        self.register_buffer("keys", torch.zeros(shape, dtype=dtype))
+        self.register_buffer("values", torch.zeros(shape, dtype=dtype))
+
+
+class _KVCache(nn.Module):
+    """Every layer's buffers and the length generated so far (where the next token's keys go)."""
+
+    def __init__(self, layers: int, shape: tuple[int, int, int, int], dtype: torch.dtype) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList(_KVBuffers(shape, dtype) for _ in range(layers))
+        self.register_buffer("length", torch.zeros((), dtype=torch.int64))
+
+
+def _positioned_cache(kv: _KVCache, positions: torch.Tensor) -> Any:
+    """A transformers Cache whose layers write this call's keys and values at `positions`.
+
+    Built per call, reading the buffers through the module, so that torch.export sees buffer
+    mutations (not constants)."""
+    from transformers.cache_utils import Cache, CacheLayerMixin
+
+    class PositionedLayer(CacheLayerMixin):
+        is_compileable = True
+        is_sliding = False
+
+        def __init__(self, buffers: _KVBuffers) -> None:
+            super().__init__()
+            self.buffers = buffers
+            self.is_initialized = True
+
+        def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+            pass
+
+        def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+            keys, values = self.buffers.keys, self.buffers.values
+            if key_states.shape[1] != keys.shape[1] or key_states.shape[-1] != keys.shape[-1]:
+                raise KilnError(
+                    f"--generate: an attention layer caches keys of {key_states.shape[1]} heads of "
+                    f"{key_states.shape[-1]}, but the model's config gives {keys.shape[1]} of {keys.shape[-1]}",
+                    stage="exported",
+                    hint="kiln sizes the cache from num_key_value_heads and head_dim of the model's config",
+                )
+            keys.index_copy_(2, positions, key_states.to(keys.dtype))
+            values.index_copy_(2, positions, value_states.to(values.dtype))
+            return keys, values
+
+        def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+            return keys_length(self), 0
+
+        def get_seq_length(self) -> int:
+            return 0
+
+        def get_max_length(self) -> int:
+            return keys_length(self)
+
+    def keys_length(layer: PositionedLayer) -> int:
+        return int(layer.buffers.keys.shape[2])
+
+    return Cache(layers=[PositionedLayer(buffers) for buffers in kv.layers])
+
+
+def _step(model: nn.Module, input_ids: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One forward over `input_ids` at `positions`: the greedy next token and the logits of each row's last token."""
+    kv: _KVCache = getattr(model, CACHE)
+    batch, tokens = input_ids.shape
+    cache_length = kv.layers[0].keys.shape[2]
+    visible = torch.arange(cache_length)[None, :] <= positions[:, None]  # [tokens, cache]
+    dtype = kv.layers[0].keys.dtype
+    mask = torch.zeros((), dtype=dtype).masked_fill(~visible, torch.finfo(dtype).min)
+    output = type(model).forward(  # the class's forward: export shadows the instance's with this method
+        model,
+        input_ids=input_ids,
+        position_ids=positions[None, :].expand(batch, tokens),
+        attention_mask=mask[None, None].expand(batch, 1, tokens, cache_length),
+        past_key_values=_positioned_cache(kv, positions),
+        use_cache=True,
+        logits_to_keep=1,
+    )
+    logits = output.logits[:, -1, :]
+    return logits.argmax(-1), logits
+
+
+def _prefill(model: nn.Module, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The prompt [batch, tokens] from position 0: its keys and values cached, the first new token chosen."""
+    positions = torch.arange(input_ids.shape[1])
+    result = _step(model, input_ids, positions)
+    getattr(model, CACHE).length.copy_(positions[-1] + 1)
+    return result
+
+
+def _decode(model: nn.Module, token: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The last chosen tokens [batch] at the next position: cached, and the next token chosen."""
+    kv: _KVCache = getattr(model, CACHE)
+    positions = kv.length.reshape(1).clone()
+    result = _step(model, token[:, None], positions)
+    kv.length.add_(1)
+    return result
+
+
+def for_generation(spec: ModelSpec, options: GenerationOptions) -> ModelSpec:
+    """`spec`'s model as the `prefill` and `decode` functions of one artifact, sharing weights and cache."""
+    where = str(spec.source) if spec.source is not None else "kiln.compile"
+    if len(spec.entries) != 1:
+        raise KilnError(f"{where}: --generate compiles one causal LM; the file defines {len(spec.entries)} entry points", stage=STAGE)
+    model = spec.module
+    config = _config_of(model, where)
+    if options.max_seq_len < 2 or options.batch < 1:
+        raise KilnError(
+            f"--generate needs --max-seq-len of 2 or more and --batch of 1 or more (got {options.max_seq_len}, {options.batch})",
+            stage="options",
+        )
+    _refuse_sliding_window(config, options.max_seq_len, where)
+    layers = config.num_hidden_layers
+    heads = config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    shape = (options.batch, kv_heads, options.max_seq_len, head_dim)
+    dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
+    model.add_module(CACHE, _KVCache(layers, shape, dtype))
+    model.kiln_prefill = MethodType(_prefill, model)
+    model.kiln_decode = MethodType(_decode, model)
+    prompt = min(8, options.max_seq_len)
+    ids = torch.zeros((options.batch, prompt), dtype=torch.int64)
+    entries = (
+        EntryPoint(
+            "prefill",
+            model,
+            (ids,),
+            method="kiln_prefill",
+            dynamic_shapes=({1: Dim("prompt", min=1, max=options.max_seq_len)},),
+        ),
+        EntryPoint("decode", model, (torch.zeros(options.batch, dtype=torch.int64),), method="kiln_decode"),
+    )
+    generation = GenerationSpec(
+        max_seq_len=options.max_seq_len,
+        batch=options.batch,
+        vocab=int(config.vocab_size),
+        eos_token_ids=_eos_ids(model, config),
+        tokenizer=spec.tokenizer,
+    )
+    return replace(spec, entries=entries, generation=generation)
+
+
+def _config_of(model: nn.Module, where: str) -> Any:
+    config = getattr(model, "config", None)
+    needed = ("num_hidden_layers", "num_attention_heads", "hidden_size", "vocab_size")
+    if config is None or not all(hasattr(config, name) for name in needed) or not hasattr(model, "generate"):
+        raise KilnError(
+            f"{where}: --generate needs a transformers causal LM (a PreTrainedModel with `generate` and a config "
+            f"giving {', '.join(needed)}); the model is a {type(model).__name__}",
+            stage=STAGE,
+        )
+    return config
+
+
+def _refuse_sliding_window(config: Any, max_seq_len: int, where: str) -> None:
+    window = getattr(config, "sliding_window", None)
+    layer_types = getattr(config, "layer_types", None) or ()
+    sliding = any("sliding" in str(kind) for kind in layer_types) or (window is not None and not layer_types)
+    if sliding and window is not None and window < max_seq_len:
+        raise KilnError(
+            f"{where}: the model attends over a sliding window of {window} tokens, shorter than --max-seq-len "
+            f"{max_seq_len}; kiln's generation cache is full causal",
+            stage="options",
+            hint=f"compile with --max-seq-len {window} or less",
+        )
+
+
+def _eos_ids(model: nn.Module, config: Any) -> tuple[int, ...]:
+    generation_config = getattr(model, "generation_config", None)
+    value = getattr(generation_config, "eos_token_id", None)
+    if value is None:
+        value = getattr(config, "eos_token_id", None)
+    if value is None:
+        return ()
+    return tuple(int(v) for v in (value if isinstance(value, list | tuple) else [value]))
+

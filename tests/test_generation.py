@@ -1,0 +1,214 @@
+"""`--generate`: a causal LM's prefill and decode over a KV cache kept in the artifact, and the loops over them.
+
+The model is examples/llama's tiny Llama (grouped-query attention), built on the meta device and
+compiled from a checkpoint written here, as a real model would be; the reference is transformers'
+own `generate` on the same weights, in f32, so greedy ids must be equal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from click.testing import CliRunner
+from testkit import EXAMPLES
+
+import kiln
+from kiln.cli.main import kiln as kiln_cli
+from kiln.compiler.driver import compile_file
+from kiln.compiler.model_file import GenerationOptions, ModelSource
+from kiln.compiler.options import CompileOptions
+from kiln.errors import KilnError
+from kiln.runtime.manifest import Manifest, ManifestError
+
+transformers = pytest.importorskip("transformers")
+safetensors_torch = pytest.importorskip("safetensors.torch")
+LLAMA = EXAMPLES / "llama"
+VOCAB = 256
+MAX_SEQ_LEN = 48
+BATCH = 2
+
+
+def llama():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(LLAMA))
+    try:
+        import llama as module
+    finally:
+        sys.path.remove(str(LLAMA))
+    return module
+
+
+def write_model_file(directory: Path, body: str) -> Path:
+    path = directory / "model.py"
+    path.write_text(f"import sys\nsys.path.insert(0, {str(LLAMA)!r})\n" + textwrap.dedent(body))
+    return path
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.Module]:
+    """The tiny Llama compiled for generation (batch 2) from a checkpoint, and the same model in eager PyTorch."""
+    folder = tmp_path_factory.mktemp("generation")
+    module = llama()
+    with torch.device("meta"):
+        shapes = module.build_causal_lm("tiny", VOCAB)
+    files = module.write_checkpoint(shapes, folder / "checkpoint")
+    path = write_model_file(
+        folder,
+        f"""
+        from llama import build_causal_lm, prompt
+        weights = "checkpoint/*.safetensors"
+        tokenizer = "no-such-tokenizer-here"
+        def get_model():
+            return build_causal_lm("tiny", {VOCAB})
+        def get_example_inputs():
+            return prompt("tiny", {VOCAB})
+        """,
+    )
+    source = ModelSource(path, generation=GenerationOptions(MAX_SEQ_LEN, BATCH))
+    result = compile_file(source, CompileOptions(), folder / "tiny.vmfb")
+    reference = module.build_causal_lm("tiny", VOCAB)
+    state = {name: tensor for file in files for name, tensor in safetensors_torch.load_file(file).items()}
+    reference.load_state_dict(state)
+    return result.path, reference
+
+
+def prompt(tokens: int, seed: int) -> torch.Tensor:
+    return torch.randint(0, VOCAB, (BATCH, tokens), generator=torch.Generator().manual_seed(seed))
+
+
+def test_greedy_ids_are_transformers(compiled: tuple[Path, torch.nn.Module]) -> None:
+    path, reference = compiled
+    module = kiln.load(path)
+    # A long generation, then shorter ones: a later call must not see what an earlier one cached.
+    for tokens, new in ((9, MAX_SEQ_LEN - 8), (5, 12), (1, 20)):
+        ids = prompt(tokens, seed=tokens)
+        expected = reference.generate(ids, max_new_tokens=new, do_sample=False)
+        assert torch.equal(module.generate(ids, max_new_tokens=new), expected), (tokens, new)
+
+
+def test_decode_logits_are_eager_forward(compiled: tuple[Path, torch.nn.Module]) -> None:
+    """Each step's logits are those of a forward over the whole sequence without a cache."""
+    path, reference = compiled
+    module = kiln.load(path)
+    ids = prompt(7, seed=11)
+    token, logits = module.prefill(ids)
+    sequence = ids
+    for _ in range(5):
+        with torch.no_grad():
+            expected = reference(sequence).logits[:, -1]
+        assert torch.allclose(logits, expected, rtol=1e-4, atol=1e-5)
+        assert torch.equal(token, expected.argmax(-1))
+        sequence = torch.cat([sequence, token[:, None]], dim=1)
+        token, logits = module.decode(token)
+
+
+def test_manifest_says_how_to_generate(compiled: tuple[Path, torch.nn.Module]) -> None:
+    path, reference = compiled
+    manifest = json.loads(path.with_suffix(".json").read_text())
+    assert manifest["generation"] == {
+        "max_seq_len": MAX_SEQ_LEN,
+        "batch": BATCH,
+        "vocab": VOCAB,
+        "eos_token_ids": [reference.generation_config.eos_token_id],
+        "tokenizer": "no-such-tokenizer-here",
+        "prefill": "prefill",
+        "decode": "decode",
+    }
+    functions = {function["name"]: function for function in manifest["functions"]}
+    assert functions["prefill"]["symbols"] == {functions["prefill"]["inputs"][0]["shape"][1]: [1, MAX_SEQ_LEN]}
+    assert functions["decode"]["inputs"][0]["shape"] == [BATCH]
+    assert functions["prefill"]["state"] == functions["decode"]["state"]
+    layers = reference.config.num_hidden_layers
+    cache = {f"kiln_kv.layers.{i}.{kind}" for i in range(layers) for kind in ("keys", "values")}
+    assert set(functions["decode"]["state"]) == {"kiln_kv.length", *cache}
+
+
+def test_sampling_is_seeded_and_top_k_1_is_greedy(compiled: tuple[Path, torch.nn.Module]) -> None:
+    path, _ = compiled
+    module = kiln.load(path)
+    ids = prompt(4, seed=5)
+    first = module.generate(ids, 16, do_sample=True, temperature=0.8, top_p=0.9, seed=7)
+    assert torch.equal(first, module.generate(ids, 16, do_sample=True, temperature=0.8, top_p=0.9, seed=7))
+    assert first.shape == (BATCH, 20) and int(first.max()) < VOCAB
+    assert torch.equal(module.generate(ids, 16, do_sample=True, top_k=1, seed=1), module.generate(ids, 16))
+
+
+@pytest.mark.parametrize(
+    ("ids", "new", "message"),
+    [
+        (torch.zeros(BATCH, 40, dtype=torch.int64), 10, "a prompt of 40 tokens and 10 new ones need a cache of 49 positions; the artifact's holds 48"),
+        (torch.zeros(1, 4, dtype=torch.int64), 4, "input_ids has 1 rows; the artifact generates 2 at once"),
+        (torch.full((BATCH, 4), VOCAB, dtype=torch.int64), 4, "input_ids must be token ids from 0 to 255"),
+        (torch.zeros(BATCH, 4), 4, "input_ids must be an integer tensor [batch, prompt tokens]"),
+    ],
+)
+def test_generate_refuses_what_the_artifact_cannot_hold(
+    compiled: tuple[Path, torch.nn.Module], ids: torch.Tensor, new: int, message: str
+) -> None:
+    with pytest.raises(KilnError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        kiln.load(compiled[0]).generate(ids, new)
+
+
+def test_kiln_generate_prints_the_greedy_ids(compiled: tuple[Path, torch.nn.Module]) -> None:
+    path, reference = compiled
+    ids = prompt(3, seed=2)
+    expected = reference.generate(ids, max_new_tokens=6, do_sample=False)[:, 3:]
+    rows = [",".join(str(int(token)) for token in row) for row in ids]
+    result = CliRunner().invoke(kiln_cli, ["generate", str(path), "--ids", rows[0], "--ids", rows[1], "--max-new-tokens", "6"])
+    assert result.exit_code == 0, result.output
+    steps = [step.split() for step in result.stdout.strip().split("|") if step.strip()]
+    assert [[int(token) for token in step] for step in steps] == expected.T.tolist()
+    assert "prefill: 6 tokens in" in result.stderr and "decode: 10 tokens in" in result.stderr
+
+
+def test_kiln_generate_prompt_names_the_missing_tokenizer(compiled: tuple[Path, torch.nn.Module]) -> None:
+    result = CliRunner().invoke(kiln_cli, ["generate", str(compiled[0]), "--prompt", "hi", "--prompt", "yo"])
+    assert result.exit_code != 0
+    assert "--prompt needs the tokenizer 'no-such-tokenizer-here', which could not be loaded" in result.output
+
+
+def test_generate_needs_an_artifact_compiled_for_it(tmp_path: Path) -> None:
+    path = tmp_path / "mlp.vmfb"
+    compile_file(ModelSource(EXAMPLES / "mlp.py"), CompileOptions(), path)
+    with pytest.raises(KilnError, match="the artifact was not compiled for generation"):
+        kiln.load(path).generate(torch.zeros(1, 2, dtype=torch.int64))
+
+
+def test_generate_needs_a_causal_lm() -> None:
+    with pytest.raises(KilnError, match=r"mlp.py: --generate needs a transformers causal LM .* the model is a Sequential"):
+        ModelSource(EXAMPLES / "mlp.py", generation=GenerationOptions(16)).load()
+
+
+def test_sliding_window_narrower_than_the_cache_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "mistral.py"
+    path.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            from transformers import MistralConfig, MistralForCausalLM
+            model = MistralForCausalLM(MistralConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                num_attention_heads=4, num_key_value_heads=2, vocab_size=64, sliding_window=16))
+            example_inputs = (torch.zeros(1, 4, dtype=torch.int64),)
+            """
+        )
+    )
+    with pytest.raises(KilnError, match="sliding window of 16 tokens, shorter than --max-seq-len 32") as failure:
+        ModelSource(path, generation=GenerationOptions(32)).load()
+    assert failure.value.hint == "compile with --max-seq-len 16 or less"
+
+
+def test_max_seq_len_without_generate_is_a_usage_error() -> None:
+    result = CliRunner().invoke(kiln_cli, ["compile", str(EXAMPLES / "mlp.py"), "--max-seq-len", "64"])
+    assert result.exit_code == 2
+    assert "--max-seq-len and --batch shape a --generate compile; add --generate" in result.output
+
+
+def test_manifest_generation_must_name_functions(compiled: tuple[Path, torch.nn.Module]) -> None:
+    data = json.loads(compiled[0].with_suffix(".json").read_text())
+    data["generation"]["decode"] = "step"
+    with pytest.raises(ManifestError, match="generation.decode: 'step' is not one of the artifact's functions"):
+        Manifest.from_json(json.dumps(data))
