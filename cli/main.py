@@ -65,6 +65,7 @@ def kiln() -> None:
     \b
     kiln compile model.py --target llvm-cpu -o model.vmfb --verify
     kiln run model.vmfb --random
+    kiln compile lm.py --generate --max-seq-len 1024 -o lm.vmfb; kiln generate lm.vmfb --ids 1,2,3
     python -c "import kiln; m = kiln.load('model.vmfb'); print(m(x))"
     """
 
