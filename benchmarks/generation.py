@@ -2,8 +2,9 @@
 
 Llama shapes (examples/llama: Llama-3.2-1B's and Llama-3.1-8B's) with random weights from a seed.
 `compile` (here) writes the checkpoint, compiles `--generate` from it and drops the `.irpa`, so the
-bundle is small enough to carry; `time` (on the device machine) makes the same weights from the seed
-straight into the `.irpa` and into the transformers model, then times, in one process and one run:
+bundle is small enough to carry; `time` (on the device machine) makes random weights on the device,
+writes them into the `.irpa` and keeps them in the transformers model, then times, in one process and
+one run:
 
 - kiln: `prefill` once per prompt, then `decode` steps, each taking the previous step's token;
 - eager: transformers' forward over its `StaticCache`, a Python loop of one-token steps (greedy);
@@ -138,17 +139,21 @@ def time_command(bundle: Path, output: Path, only: tuple[str, ...], prompt_token
 
 
 def _model(size: str, dtype: Any, device: str) -> Any:
-    """The transformers model with examples/llama's seeded weights, made in place on `device`."""
+    """The transformers model of `size` with random weights made on `device` from one seed: the
+    `.irpa` is written from these tensors, so kiln and its peers run the same weights."""
     import torch
 
     from kiln.compiler.checkpoint import meta_parameters
 
-    llama = _llama()
     with meta_parameters():  # parameters on the meta device, buffers (rotary frequencies) real
-        model = llama.build_causal_lm(size)
+        model = _llama().build_causal_lm(size)
+    generator = torch.Generator(device=device).manual_seed(0)
     for name, parameter in list(model.named_parameters()):
         owner, _, leaf = name.rpartition(".")
-        value = llama.random_weight(name, parameter.shape).to(dtype=dtype, device=device)
+        if name.endswith("norm.weight"):
+            value = torch.ones(parameter.shape, dtype=dtype, device=device)
+        else:  # N(0, 0.02), as transformers initializes them
+            value = torch.randn(parameter.shape, generator=generator, device=device).mul_(0.02).to(dtype)
         setattr(model.get_submodule(owner), leaf, torch.nn.Parameter(value, requires_grad=False))
     return model.to(device=device, dtype=dtype).eval()
 
