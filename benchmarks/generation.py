@@ -56,8 +56,9 @@ def main() -> None:
 @click.option("--cpu", default=None, help="llvm-cpu: the CPU, e.g. sapphirerapids")
 @click.option("--max-seq-len", type=int, default=1024, show_default=True)
 @click.option("--batch", "batches", multiple=True, type=int, default=(1,), show_default=True)
+@click.option("--kernels", type=click.Choice(("on", "off")), default="on", show_default=True, help="kiln's own kernels (off: IREE's alone; the case's name says so).")
 def compile_command(
-    out: Path, sizes: tuple[str, ...], dtype: str, target: str, gpu_arch: str | None, cpu: str | None, max_seq_len: int, batches: tuple[int, ...]
+    out: Path, sizes: tuple[str, ...], dtype: str, target: str, gpu_arch: str | None, cpu: str | None, max_seq_len: int, batches: tuple[int, ...], kernels: str
 ) -> None:
     """Compile each size (and batch) for generation from its checkpoint; keep the artifact, drop the weights."""
     import subprocess
@@ -73,8 +74,8 @@ def compile_command(
         if not checkpoint.is_dir():
             subprocess.run([sys.executable, str(LLAMA / "llama.py"), size, "--dtype", "bf16"], check=True)
         for batch in batches:
-            name = f"{size}-{dtype}-b{batch}"
-            options = CompileOptions(target=target, **({"gpu_arch": gpu_arch} if gpu_arch else {}), **({"cpu": cpu} if cpu else {}))
+            name = f"{size}-{dtype}-b{batch}" + ("-iree" if kernels == "off" else "")
+            options = CompileOptions(target=target, kernels=kernels, **({"gpu_arch": gpu_arch} if gpu_arch else {}), **({"cpu": cpu} if cpu else {}))
             source = ModelSource(LLAMA / MODEL_FILES[size], precision=dtype if dtype != "f32" else None, generation=GenerationOptions(max_seq_len, batch))
             start = time.perf_counter()
             result = compile_file(source, options, out / f"{name}.vmfb", progress=lambda line: print(line, flush=True))
@@ -119,23 +120,28 @@ def time_command(bundle: Path, output: Path, only: tuple[str, ...], prompt_token
             _write_archive(model, artifact.with_suffix(".irpa"))
             ids = torch.randint(0, model.config.vocab_size, (case["batch"], prompt_tokens), generator=torch.Generator().manual_seed(0)).to(device)
             module = kiln.load(artifact, verify_weights=False)
-            row["kiln"] = _time_kiln(module, ids, new_tokens)
+            kiln_ids = _measured(row, "kiln", _time_kiln(module, ids, new_tokens), report, output)
             if peers:
-                row["eager"] = _time_transformers(model, ids, new_tokens, case["max_seq_len"], None)
-                row["agree"] = _agreement(row["kiln"].pop("ids"), row["eager"].pop("ids"))
+                eager_ids = _measured(row, "eager", _time_transformers(model, ids, new_tokens, case["max_seq_len"], None), report, output)
+                row["agree"] = _agreement(kiln_ids, eager_ids)
                 for mode in ("default", "reduce-overhead") if device == "cuda" else ("default",):
-                    row[f"compile-{mode}"] = _time_transformers(model, ids, new_tokens, case["max_seq_len"], mode)
-                    row[f"compile-{mode}"].pop("ids")
-            row["kiln"].pop("ids", None)
-            for key in ("kiln", "eager", "compile-default", "compile-reduce-overhead"):
-                if key in row:
-                    row[key]["bound_share"] = round(row[key]["decode_tok_s"] / case["batch"] * row["weight_bytes"] / (report["copy_gb_s"] * 1e9), 3)
+                    _measured(row, f"compile-{mode}", _time_transformers(model, ids, new_tokens, case["max_seq_len"], mode), report, output)
             del module, model
             artifact.with_suffix(".irpa").unlink()
         except Exception as exc:  # one case's failure is a row, not the end of the run
             row["error"] = f"{type(exc).__name__}: {exc}"[:2000]
         output.write_text(json.dumps(report, indent=2) + "\n")
         print(json.dumps(row), flush=True)
+
+
+def _measured(row: dict[str, Any], key: str, rates: dict[str, Any], report: dict[str, Any], output: Path) -> list[int]:
+    """Record one way's rates in its row (and the report on disk, in case a later one runs out of time);
+    returns its first row's ids."""
+    ids = rates.pop("ids")
+    rates["bound_share"] = round(rates["decode_tok_s"] / row["batch"] * row["weight_bytes"] / (report["copy_gb_s"] * 1e9), 3)
+    row[key] = rates
+    output.write_text(json.dumps(report, indent=2) + "\n")
+    return ids
 
 
 def _model(size: str, dtype: Any, device: str) -> Any:
@@ -180,17 +186,23 @@ def _synchronize(device: Any) -> None:
 
 def _time_kiln(module: Any, ids: Any, new_tokens: int) -> dict[str, Any]:
     """Prefill (best of 3) and a greedy decode of `new_tokens - 1` steps (after one warm-up generation)."""
-    module.generate(ids, 8)  # warm-up: first calls pick executors and allocate
+    for stage in ("prefill", "decode"):  # warm-up, and a failure that names the function
+        try:
+            token, _, position = module.prefill(ids) if stage == "prefill" else module.decode(token, position)
+            _synchronize(ids.device)
+        except Exception as exc:
+            raise RuntimeError(f"kiln's {stage}: {exc}") from exc
+    module.generate(ids, 8)  # first calls pick executors and allocate
     prefill = []
     for _ in range(3):
         start = time.perf_counter()
-        token, _ = module.prefill(ids)
+        token, _, position = module.prefill(ids)
         _synchronize(ids.device)
         prefill.append(time.perf_counter() - start)
     tokens = [token]
     start = time.perf_counter()
     for _ in range(new_tokens - 1):
-        token, _ = module.decode(token)
+        token, _, position = module.decode(token, position)
         tokens.append(token)
     _synchronize(ids.device)
     decode = time.perf_counter() - start

@@ -151,20 +151,6 @@ def _builtin_type(value: torch.Tensor) -> ir.RankedTensorType:
     return ir.RankedTensorType.get(list(value.shape), ir.Type.parse(ELEMENT_TYPES[value.dtype]))
 
 
-def _zeros(tensor_type: ir.RankedTensorType, floating: bool) -> ir.Attribute:
-    """A splat of zeros: state that starts empty (a KV cache: 128 MiB for an 8B model) takes no bytes."""
-    element = tensor_type.element_type
-    zero = ir.FloatAttr.get(element, 0.0) if floating else ir.IntegerAttr.get(element, 0)
-    return ir.DenseElementsAttr.get_splat(tensor_type, zero)
-
-
-def _contents(value: torch.Tensor, name: str, tensor_type: ir.RankedTensorType) -> ir.Attribute:
-    array = to_host_array(value)
-    if value.dtype == torch.bool:
-        array = array.astype(np.uint8)  # one byte per i1 element, as MLIR's dense resources hold them
-    return ir.DenseResourceElementsAttr.get_from_buffer(np.ascontiguousarray(array), f"kiln_state.{name}", tensor_type)
-
-
 def _declare_state(module: ir.Module, name: str, value: torch.Tensor) -> None:
     """`ml_program.global private mutable @name(<initial value>)`, at the top of the module (once:
     the functions of one model share its state)."""
@@ -172,8 +158,10 @@ def _declare_state(module: ir.Module, name: str, value: torch.Tensor) -> None:
         if op.operation.name == "ml_program.global" and ir.StringAttr(op.operation.attributes["sym_name"]).value == name:
             return
     tensor_type = _builtin_type(value)
-    empty = value.numel() > 0 and not value.is_complex() and not bool(value.any())
-    initial = _zeros(tensor_type, value.is_floating_point()) if empty else _contents(value, name, tensor_type)
+    array = to_host_array(value)
+    if value.dtype == torch.bool:
+        array = array.astype(np.uint8)  # one byte per i1 element, as MLIR's dense resources hold them
+    initial = ir.DenseResourceElementsAttr.get_from_buffer(np.ascontiguousarray(array), f"kiln_state.{name}", tensor_type)
     with ir.InsertionPoint.at_block_begin(module.body):
         ir.Operation.create(
             "ml_program.global",

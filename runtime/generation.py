@@ -1,9 +1,10 @@
 """Generating with an artifact compiled with `--generate`: the loop over its `prefill` and `decode`.
 
 Why it lives in the runtime: a deployment generates with `kiln.runtime` alone. The loop keeps every
-token on the artifact's device: `decode` takes the tensor the previous call returned (the greedy
-token, or the one sampled here from the logits with torch on that device), so a step copies nothing
-across the boundary; only the caller's reading of the ids (to stop at end-of-sequence) waits on it.
+token on the artifact's device: `decode` takes the tensors the previous call returned (the greedy
+token, or the one sampled here from the logits with torch on that device, and the position), so a
+step copies nothing across the boundary; only the caller's reading of the ids (to stop at
+end-of-sequence) waits on it.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def stream(
     prefill, decode = module.functions[spec.prefill], module.functions[spec.decode]
     eos = torch.tensor(spec.eos_token_ids, dtype=torch.int64, device=ids.device)
     finished = torch.zeros(spec.batch, dtype=torch.bool, device=ids.device)
-    greedy, logits = prefill(ids)
+    greedy, logits, position = prefill(ids)
     for step in range(max_new_tokens):
         token = _sampled(logits, sampling, generator) if sampling.do_sample else greedy
         if eos.numel():  # rows that ended go on with an end-of-sequence token, as transformers pads them
@@ -78,7 +79,7 @@ def stream(
         yield token
         if step + 1 == max_new_tokens or (eos.numel() and bool(finished.all())):
             return
-        greedy, logits = decode(token)
+        greedy, logits, position = decode(token, position)
 
 
 def generate(

@@ -79,9 +79,9 @@ class FunctionSpec:
 
 @dataclass(frozen=True)
 class GenerationSpec:
-    """An artifact compiled with `--generate`: `prefill(ids[batch, tokens])` and `decode(token[batch])`,
-    each returning (the greedy next token [batch], the logits [batch, vocab]), over a KV cache of
-    `max_seq_len` positions kept in the artifact."""
+    """An artifact compiled with `--generate`: `prefill(ids[batch, tokens])` and `decode(token[batch],
+    position[1])`, each returning (the greedy next token [batch], the logits [batch, vocab], the next
+    position [1]), over a KV cache of `max_seq_len` positions kept in the artifact."""
 
     max_seq_len: int
     batch: int

@@ -162,31 +162,6 @@ def test_state_is_kept_in_the_artifact_across_calls_and_per_loaded_module(tmp_pa
     assert int(eager.count) == 3  # compiling and calling never touched this module
 
 
-class Accumulator(nn.Module):
-    """State that starts as zeros, as a KV cache does: 4 MiB of f32, a bool and an int64."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.register_buffer("total", torch.zeros(1024, 1024))
-        self.register_buffer("seen", torch.zeros(1024, dtype=torch.bool))
-        self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.total += x
-        self.seen |= x[0] > 0
-        self.calls += 1
-        return self.total.sum(0) * self.seen + self.calls
-
-
-def test_state_of_zeros_takes_no_bytes_in_the_artifact(tmp_path):
-    path = kiln.compile(Accumulator(), (torch.randn(1024, 1024),)).save(tmp_path / "accumulator.vmfb")
-    assert path.stat().st_size < 1 << 20  # the 4 MiB of zeros are a splat, not stored
-    compiled, eager = kiln.load(path), Accumulator()
-    for seed in range(3):
-        x = torch.randn(1024, 1024, generator=torch.Generator().manual_seed(seed))
-        torch.testing.assert_close(compiled(x), eager(x), rtol=1e-5, atol=1e-4)
-
-
 def test_verify_compares_mutated_inputs_and_leaves_the_module_as_it_was(tmp_path):
     model_file = tmp_path / "mutating.py"
     model_file.write_text(

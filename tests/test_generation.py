@@ -95,7 +95,7 @@ def test_decode_logits_are_eager_forward(compiled: tuple[Path, torch.nn.Module])
     path, reference = compiled
     module = kiln.load(path)
     ids = prompt(7, seed=11)
-    token, logits = module.prefill(ids)
+    token, logits, position = module.prefill(ids)
     sequence = ids
     for _ in range(5):
         with torch.no_grad():
@@ -103,7 +103,8 @@ def test_decode_logits_are_eager_forward(compiled: tuple[Path, torch.nn.Module])
         assert torch.allclose(logits, expected, rtol=1e-4, atol=1e-5)
         assert torch.equal(token, expected.argmax(-1))
         sequence = torch.cat([sequence, token[:, None]], dim=1)
-        token, logits = module.decode(token)
+        assert position.tolist() == [sequence.shape[1] - 1]
+        token, logits, position = module.decode(token, position)
 
 
 def test_manifest_says_how_to_generate(compiled: tuple[Path, torch.nn.Module]) -> None:
@@ -120,11 +121,12 @@ def test_manifest_says_how_to_generate(compiled: tuple[Path, torch.nn.Module]) -
     }
     functions = {function["name"]: function for function in manifest["functions"]}
     assert functions["prefill"]["symbols"] == {functions["prefill"]["inputs"][0]["shape"][1]: [1, MAX_SEQ_LEN]}
-    assert functions["decode"]["inputs"][0]["shape"] == [BATCH]
+    assert [tensor["shape"] for tensor in functions["decode"]["inputs"]] == [[BATCH], [1]]
+    assert [tensor["shape"] for tensor in functions["decode"]["outputs"]] == [[BATCH], [BATCH, VOCAB], [1]]
     assert functions["prefill"]["state"] == functions["decode"]["state"]
     layers = reference.config.num_hidden_layers
-    cache = {f"kiln_kv.layers.{i}.{kind}" for i in range(layers) for kind in ("keys", "values")}
-    assert set(functions["decode"]["state"]) == {"kiln_kv.length", *cache}
+    # The cache is the only state: updated in place, never replaced whole (the position is a result).
+    assert set(functions["decode"]["state"]) == {f"kiln_kv.layers.{i}.{kind}" for i in range(layers) for kind in ("keys", "values")}
 
 
 def test_sampling_is_seeded_and_top_k_1_is_greedy(compiled: tuple[Path, torch.nn.Module]) -> None:
