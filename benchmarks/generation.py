@@ -193,12 +193,15 @@ def _synchronize(device: Any) -> None:
 
 def _time_kiln(module: Any, ids: Any, new_tokens: int) -> dict[str, Any]:
     """Prefill (best of 3) and a greedy decode of `new_tokens - 1` steps (after one warm-up generation)."""
-    for stage in ("prefill", "decode"):  # warm-up, and a failure that names the function
-        try:
-            token, _, position = module.prefill(ids) if stage == "prefill" else module.decode(token, position)
-            _synchronize(ids.device)
-        except Exception as exc:
-            raise RuntimeError(f"kiln's {stage}: {exc}") from exc
+    stage = "prefill"  # warm-up, and a failure that names the function
+    try:
+        token, _, position = module.prefill(ids)
+        _synchronize(ids.device)
+        stage = "decode"
+        module.decode(token, position)
+        _synchronize(ids.device)
+    except Exception as exc:
+        raise RuntimeError(f"kiln's {stage}: {exc}") from exc
     module.generate(ids, 8)  # first calls pick executors and allocate
     prefill = []
     for _ in range(3):

@@ -10,10 +10,8 @@ from __future__ import annotations
 import copy
 import re
 import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import BinaryIO
 
 import iree.runtime as rt
@@ -21,7 +19,7 @@ import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
-from testkit import EXAMPLES, compile_spec
+from testkit import compile_spec, llama, write_llama_model_file
 
 import kiln
 from kiln.cli.main import kiln as kiln_cli
@@ -33,25 +31,7 @@ from kiln.compiler.parameter_archive import ArchiveEntry, write_parameter_archiv
 from kiln.errors import KilnError
 
 safetensors_torch = pytest.importorskip("safetensors.torch")
-LLAMA = EXAMPLES / "llama"
 VOCAB = 256
-
-
-def llama() -> ModuleType:
-    """examples/llama/llama.py, imported as the model files import it."""
-    pytest.importorskip("transformers")
-    sys.path.insert(0, str(LLAMA))
-    try:
-        import llama as module
-    finally:
-        sys.path.remove(str(LLAMA))
-    return module
-
-
-def write_model_file(directory: Path, body: str) -> Path:
-    path = directory / "model.py"
-    path.write_text(f"import sys\nsys.path.insert(0, {str(LLAMA)!r})\n" + textwrap.dedent(body))
-    return path
 
 
 TINY_LLAMA = f"""
@@ -77,7 +57,7 @@ def tiny_llama(tmp_path_factory):
     for file in files:
         state |= safetensors_torch.load_file(file)
     reference.load_state_dict(state)
-    return write_model_file(directory, TINY_LLAMA), files, reference
+    return write_llama_model_file(directory, TINY_LLAMA), files, reference
 
 
 def test_llama_from_a_checkpoint_matches_eager_and_streams_its_weights(tiny_llama, tmp_path):
@@ -127,7 +107,7 @@ def test_verify_loads_the_checkpoint_into_the_eager_model(tiny_llama, tmp_path):
 
 def test_load_weights_hook_serves_each_tensor_by_name(tiny_llama, tmp_path):
     _, files, reference = tiny_llama
-    path = write_model_file(
+    path = write_llama_model_file(
         tmp_path,
         f"""
         from safetensors.torch import load_file
@@ -153,7 +133,7 @@ def test_load_weights_hook_serves_each_tensor_by_name(tiny_llama, tmp_path):
 
 
 def test_hook_tensor_of_the_wrong_shape_names_the_tensor(tmp_path):
-    path = write_model_file(
+    path = write_llama_model_file(
         tmp_path,
         """
         import torch
@@ -174,7 +154,7 @@ def test_hook_tensor_of_the_wrong_shape_names_the_tensor(tmp_path):
 def linear_checkpoint(tmp_path):
     """A Linear(64, 32)'s model file and a checkpoint the test may edit: (path, tensors, checkpoint file)."""
     tensors = {"weight": torch.randn(32, 64), "bias": torch.randn(32)}
-    path = write_model_file(
+    path = write_llama_model_file(
         tmp_path,
         """
         import torch
@@ -316,7 +296,7 @@ def test_compiling_never_holds_the_weights(tmp_path):
         safetensors_torch.save_file({f"{index}.weight": tensor}, tmp_path / f"w{index}.safetensors")
         del tensor
     weight_bytes = layers * width * width * 4
-    path = write_model_file(
+    path = write_llama_model_file(
         tmp_path,
         f"""
         import torch

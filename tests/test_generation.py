@@ -8,14 +8,13 @@ own `generate` on the same weights, in f32, so greedy ids must be equal.
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 import torch
 from click.testing import CliRunner
-from testkit import EXAMPLES
+from testkit import EXAMPLES, llama, write_llama_model_file
 
 import kiln
 from kiln.cli.main import kiln as kiln_cli
@@ -27,25 +26,9 @@ from kiln.runtime.manifest import Manifest, ManifestError
 
 transformers = pytest.importorskip("transformers")
 safetensors_torch = pytest.importorskip("safetensors.torch")
-LLAMA = EXAMPLES / "llama"
 VOCAB = 256
 MAX_SEQ_LEN = 48
 BATCH = 2
-
-
-def llama():  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(LLAMA))
-    try:
-        import llama as module
-    finally:
-        sys.path.remove(str(LLAMA))
-    return module
-
-
-def write_model_file(directory: Path, body: str) -> Path:
-    path = directory / "model.py"
-    path.write_text(f"import sys\nsys.path.insert(0, {str(LLAMA)!r})\n" + textwrap.dedent(body))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +39,7 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.M
     with torch.device("meta"):
         shapes = module.build_causal_lm("tiny", VOCAB)
     files = module.write_checkpoint(shapes, folder / "checkpoint")
-    path = write_model_file(
+    path = write_llama_model_file(
         folder,
         f"""
         from llama import build_causal_lm, prompt
@@ -212,5 +195,5 @@ def test_max_seq_len_without_generate_is_a_usage_error() -> None:
 def test_manifest_generation_must_name_functions(compiled: tuple[Path, torch.nn.Module]) -> None:
     data = json.loads(compiled[0].with_suffix(".json").read_text())
     data["generation"]["decode"] = "step"
-    with pytest.raises(ManifestError, match="generation.decode: 'step' is not one of the artifact's functions"):
+    with pytest.raises(ManifestError, match=r"generation\.decode: 'step' is not one of the artifact's functions"):
         Manifest.from_json(json.dumps(data))

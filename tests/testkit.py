@@ -4,7 +4,10 @@ example model files, compile them, compare with eager, and say which devices are
 
 from __future__ import annotations
 
+import sys
+import textwrap
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 import torch
@@ -13,6 +16,25 @@ from kiln.compiler import Compiled, CompileOptions, ModelSpec, load_model_file, 
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+LLAMA = EXAMPLES / "llama"
+
+
+def llama() -> ModuleType:
+    """examples/llama/llama.py, imported as the model files beside it import it."""
+    pytest.importorskip("transformers")
+    sys.path.insert(0, str(LLAMA))
+    try:
+        import llama as module
+    finally:
+        sys.path.remove(str(LLAMA))
+    return module
+
+
+def write_llama_model_file(directory: Path, body: str) -> Path:
+    """`directory`/model.py: `body` (dedented), able to import examples/llama's llama.py."""
+    path = directory / "model.py"
+    path.write_text(f"import sys\nsys.path.insert(0, {str(LLAMA)!r})\n" + textwrap.dedent(body))
+    return path
 
 
 def example_spec(name: str) -> ModelSpec:
