@@ -197,3 +197,26 @@ def test_manifest_generation_must_name_functions(compiled: tuple[Path, torch.nn.
     data["generation"]["decode"] = "step"
     with pytest.raises(ManifestError, match=r"generation\.decode: 'step' is not one of the artifact's functions"):
         Manifest.from_json(json.dumps(data))
+
+
+ARCHITECTURES = {
+    # GPT-2: learned positions, Conv1D projections, its own attention; Qwen2: biased projections, GQA
+    "gpt2": "transformers.GPT2LMHeadModel(transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=256, n_positions=128))",
+    "qwen2": "transformers.Qwen2ForCausalLM(transformers.Qwen2Config(hidden_size=64, intermediate_size=128, num_hidden_layers=2, "
+    "num_attention_heads=4, num_key_value_heads=2, vocab_size=256))",
+}
+
+
+@pytest.mark.parametrize("architecture", sorted(ARCHITECTURES))
+def test_other_decoders_generate_as_transformers(tmp_path: Path, architecture: str) -> None:
+    path = tmp_path / f"{architecture}.py"
+    path.write_text(
+        f"import torch, transformers\ntorch.manual_seed(0)\nmodel = {ARCHITECTURES[architecture]}\n"
+        "example_inputs = (torch.zeros(1, 4, dtype=torch.int64),)\n"
+    )
+    result = compile_file(ModelSource(path, generation=GenerationOptions(40)), CompileOptions(), tmp_path / f"{architecture}.vmfb")
+    model = ModelSource(path).load().module
+    ids = torch.randint(0, VOCAB, (1, 7), generator=torch.Generator().manual_seed(3))
+    # every prompt token counts: transformers would mask those equal to a pad id unless told so
+    expected = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=20, do_sample=False)
+    assert torch.equal(kiln.load(result.path).generate(ids, 20), expected)
