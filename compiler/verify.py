@@ -2,7 +2,8 @@
 
 Each of forward's results is compared (a constant by value), and so is each input forward mutates,
 after the call. Both sides get copies of the example inputs; a module that keeps state (the manifest
-says so) is copied for eager, so verifying leaves the user's module as it was.
+says so) is copied for eager, once: its functions run on one state in order, as the artifact's do,
+and verifying leaves the user's module as it was.
 """
 
 from __future__ import annotations
@@ -38,10 +39,13 @@ def verify(
     loaded = compiled.load()
     spec = with_weights(spec)  # a model built without its weights gets them from its checkpoint here
     checks = []
+    copies: dict[int, torch.nn.Module] = {}  # a stateful module's copy, shared by its functions as the artifact's state is
     for entry in spec.entries:
         function = loaded.functions[entry.name]
         eager_inputs, inputs = _copied(entry.example_inputs), _copied(entry.example_inputs)
-        eager = copy.deepcopy(entry.module) if function.spec.state else entry.module
+        eager = entry.module
+        if function.spec.state:
+            eager = copies.get(id(entry.module)) or copies.setdefault(id(entry.module), copy.deepcopy(entry.module))
         with torch.no_grad():
             expected = getattr(eager, entry.method)(*eager_inputs)
         actual = function(*inputs)

@@ -21,6 +21,7 @@ import kiln
 from kiln.cli.main import kiln as kiln_cli
 from kiln.compiler import CompileOptions, ModelSpec, run_pipeline
 from kiln.compiler.model_file import EntryPoint
+from kiln.compiler.verify import verify
 from kiln.runtime import convention
 from kiln.runtime.manifest import FORMAT_VERSION, FunctionSpec, Manifest, TensorSpec
 
@@ -268,6 +269,17 @@ def test_state_is_shared_by_the_functions_of_one_model():
     for _ in range(2):
         _same(functions["write"](x), eager(x))
         _same(functions["read"](scale), eager.read(scale))
+
+
+def test_verify_runs_the_functions_of_one_model_on_one_state():
+    """The artifact's functions share the model's state, so eager's must too: `read` after `write`
+    reads what `write` cached, on both sides (a copy per function compared `read` with an empty cache)."""
+    decoder, x, scale = Decoder(), torch.randn(4), torch.tensor(2.0)
+    entries = (EntryPoint("write", decoder, (x,)), EntryPoint("read", decoder, (scale,), method="read"))
+    spec = ModelSpec(entries, None, None)
+    checks = verify(run_pipeline(spec, CompileOptions()).compiled, spec)
+    assert [check.name for check in checks] == ["write.mul", "read.mul"] and all(check.ok for check in checks), checks
+    assert not decoder.cache.any()  # the user's module is left as it was
 
 
 def test_an_input_that_cannot_be_updated_in_place_is_a_clear_error():
