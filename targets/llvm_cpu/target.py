@@ -42,8 +42,9 @@ def _cpu_flags(options: CompileOptions, arch: ArchChoice | None) -> list[str]:
         # Keeping constants out of dispatches avoids it at the cost of one binding per constant.
         "--iree-flow-inline-constants-max-byte-length=0",
         # IREE fuses an embedding gather into the layer norm after it (BERT's embeddings); that
-        # dispatch needs ~74 KB of stack, over IREE's 32 KB default. The runtime gives CPU workers
-        # a stack of twice this limit (runtime/devices.py) so the bound stays safe.
+        # dispatch needs ~74 KB of stack, over IREE's 32 KB default, and a 1B Llama's attention over a
+        # 1,024-position cache 136 KiB. The runtime gives CPU workers a stack of twice this limit
+        # (runtime/devices.py) so the bound stays safe.
         f"--iree-llvmcpu-stack-allocation-limit={CPU_STACK_ALLOCATION_LIMIT}",
         # float64 stays float64, as in eager PyTorch: CPUs compute it natively (IREE demotes it by default).
         "--iree-input-demote-f64-to-f32=false",
