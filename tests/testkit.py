@@ -11,6 +11,7 @@ from types import ModuleType
 
 import pytest
 import torch
+from visible_devices import device_visible, gpu, vulkan  # noqa: F401  (re-exported: the tests' one place for them)
 
 from kiln.compiler import Compiled, CompileOptions, ModelSpec, load_model_file, run_pipeline
 
@@ -56,15 +57,3 @@ def as_tuple(value: object) -> tuple[torch.Tensor, ...]:
     return value if isinstance(value, tuple) else (value,)  # type: ignore[return-value]
 
 
-def device_visible(driver: str) -> bool:
-    """Whether IREE sees a device of `driver` ("cuda", "vulkan") on this machine."""
-    try:
-        import iree.runtime as rt
-
-        return bool(rt.get_driver(driver).query_available_devices())
-    except Exception:
-        return False
-
-
-gpu = pytest.mark.skipif(not device_visible("cuda"), reason="no CUDA device visible to IREE")
-vulkan = pytest.mark.skipif(not device_visible("vulkan"), reason="no Vulkan device visible to IREE")

@@ -7,22 +7,11 @@ import re
 
 import pytest
 import torch
+from testkit import gpu
 from torch import nn
 
 import kiln
 from kiln.compiler import CompileOptions, run_pipeline, spec_from_module
-
-
-def _cuda_visible() -> bool:
-    try:
-        import iree.runtime as rt
-
-        return bool(rt.get_driver("cuda").query_available_devices())
-    except Exception:
-        return False
-
-
-gpu = pytest.mark.skipif(not _cuda_visible(), reason="no CUDA device visible to IREE")
 
 
 def _rel_l2(got: torch.Tensor, want: torch.Tensor) -> float:

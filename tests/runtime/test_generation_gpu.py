@@ -25,9 +25,9 @@ import os
 import sys
 from pathlib import Path
 
-import iree.runtime as rt
 import pytest
 import torch
+from visible_devices import gpu
 
 import kiln
 
@@ -40,16 +40,6 @@ NEW = 24
 # kiln's kernels on; off; off and without kiln's run-time index checks (their asserts read a flag back
 # to the host in the middle of a call: decode has four, where the H200 run failed)
 VARIANTS = ("kernels", "iree", "iree-unchecked")
-
-
-def _cuda_visible() -> bool:
-    try:
-        return bool(rt.get_driver("cuda").query_available_devices())
-    except Exception:
-        return False
-
-
-gpu = pytest.mark.skipif(not _cuda_visible(), reason="no CUDA device visible to IREE")
 
 
 def reference() -> dict[str, torch.Tensor]:

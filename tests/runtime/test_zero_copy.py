@@ -44,6 +44,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+from visible_devices import gpu
 
 import kiln
 from kiln.errors import KilnError
@@ -59,16 +60,6 @@ CARRIED = "KILN_ZERO_COPY_ARTIFACTS"  # a folder the __main__ below wrote: <fold
 TARGETS = {"cuda": "cuda", "llvm-cpu": "cpu"}  # kiln target -> its folder of artifacts (and torch device kind)
 
 
-def _cuda_visible() -> bool:
-    """Whether IREE sees a CUDA device here (tests/conftest.py's `gpu`, which this module cannot import
-    where it runs without the compiler)."""
-    try:
-        return bool(rt.get_driver("cuda").query_available_devices())
-    except Exception:
-        return False
-
-
-gpu = pytest.mark.skipif(not _cuda_visible(), reason="no CUDA device visible to IREE")
 compiler = pytest.mark.skipif(
     importlib.util.find_spec("torch_mlir") is None, reason="compiles: the compiler (torch-mlir) is not installed here"
 )
