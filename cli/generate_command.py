@@ -111,5 +111,4 @@ def _show(tokens: list[int], tokenizer, rows: int) -> None:  # type: ignore[no-u
     if tokenizer is not None and rows == 1:
         click.echo(tokenizer.decode(tokens), nl=False)
     else:
-        click.echo(" ".join(str(token) for token in tokens) + (" |" if rows > 1 else ""), nl=False)
-        click.echo(" ", nl=False)
+        click.echo(" ".join(str(token) for token in tokens) + (" | " if rows > 1 else " "), nl=False)

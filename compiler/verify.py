@@ -45,7 +45,9 @@ def verify(
         eager_inputs, inputs = _copied(entry.example_inputs), _copied(entry.example_inputs)
         eager = entry.module
         if function.spec.state:
-            eager = copies.get(id(entry.module)) or copies.setdefault(id(entry.module), copy.deepcopy(entry.module))
+            if id(eager) not in copies:
+                copies[id(eager)] = copy.deepcopy(eager)
+            eager = copies[id(eager)]
         with torch.no_grad():
             expected = getattr(eager, entry.method)(*eager_inputs)
         actual = function(*inputs)

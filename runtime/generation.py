@@ -86,9 +86,8 @@ def generate(
     module: LoadedModule, input_ids: torch.Tensor, max_new_tokens: int, sampling: Sampling = Sampling()
 ) -> torch.Tensor:
     """The prompt and its new tokens, [batch, prompt + new], on the prompt's device (as transformers' `generate`)."""
-    tokens = list(stream(module, input_ids, max_new_tokens, sampling))
-    new = torch.stack(tokens, dim=1).to(input_ids.device) if tokens else input_ids[:, :0]
-    return torch.cat([input_ids, new], dim=1)
+    new = torch.stack(list(stream(module, input_ids, max_new_tokens, sampling)), dim=1)  # one token at least
+    return torch.cat([input_ids, new.to(input_ids.device)], dim=1)
 
 
 def _checked_prompt(input_ids: torch.Tensor, spec: GenerationSpec, max_new_tokens: int) -> torch.Tensor:
