@@ -8,7 +8,7 @@ previous call's result as it is.
 
 The cache is kiln's own transformers `Cache` over buffers that kiln adds to the model (`kiln_kv.*`),
 so the model's own parameter names, and so its checkpoint, are unchanged. Each function writes its
-tokens' keys and values at explicit positions (`index_copy_`, an in-place update of the state) and
+tokens' keys and values at explicit positions (an in-place update of the state; `_written` says how) and
 attends over the whole cache under an additive mask that hides every position after the token's own:
 a later call never reads what an earlier, longer generation left behind, so nothing is reset. The
 position where the next token goes is not state but a result, which the next `decode` takes back
@@ -88,8 +88,8 @@ def _positioned_cache(kv: _KVCache, positions: torch.Tensor) -> Any:
                     stage="exported",
                     hint="kiln sizes the cache from num_key_value_heads and head_dim of the model's config",
                 )
-            keys.index_copy_(2, positions, key_states.to(keys.dtype))
-            values.index_copy_(2, positions, value_states.to(values.dtype))
+            keys.copy_(_written(keys, key_states, positions))
+            values.copy_(_written(values, value_states, positions))
             return keys, values
 
         def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
@@ -105,6 +105,22 @@ def _positioned_cache(kv: _KVCache, positions: torch.Tensor) -> Any:
         return int(layer.buffers.keys.shape[2])
 
     return Cache(layers=[PositionedLayer(buffers) for buffers in kv.layers])
+
+
+def _written(cache: torch.Tensor, new: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """`cache` [batch, heads, max_seq_len, dim] with `new` [batch, heads, tokens, dim] at `positions`
+    (contiguous, ascending) along the sequence: a gather and a select over the whole cache.
+
+    Not `index_copy_`: it becomes a scatter with a position from the device, which IREE 3.13's CUDA
+    code writes to wrong places (a 16-slot cache written at slot 3 also changed slot 0; the next call's
+    write at slot 7 also overwrote slot 3), so decode read garbage or faulted on the H200. The gather
+    and select are elementwise on every target; they cost one more read and write of the cache per
+    call, which attention reads whole anyway."""
+    tokens = new.shape[2]
+    offsets = torch.arange(cache.shape[2]) - positions[0]
+    inside = (offsets >= 0) & (offsets < tokens)
+    spread = new.to(cache.dtype).index_select(2, offsets.clamp(0, tokens - 1))
+    return torch.where(inside[:, None], spread, cache)
 
 
 def _step(model: nn.Module, input_ids: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

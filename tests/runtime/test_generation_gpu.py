@@ -10,8 +10,9 @@ beside them:
 
     # here
     python tests/runtime/test_generation_gpu.py -o .device-carry/generation-gpu --gpu-arch sm_90
-    # there, from the repository root, with kiln.runtime importable (benchmarks/README.md says how)
-    KILN_GENERATION_ARTIFACTS=.device-carry/generation-gpu python3 -m pytest tests/runtime/test_generation_gpu.py \
+    # there, from the repository root, with kiln.runtime importable (benchmarks/README.md says how;
+    # -P keeps the checkout's bare kiln/ folder from shadowing the installed package)
+    KILN_GENERATION_ARTIFACTS=.device-carry/generation-gpu python3 -P -m pytest tests/runtime/test_generation_gpu.py \
         --confcutdir tests/runtime -p no:cacheprovider -v
 
 Where the compiler is installed and a GPU visible, the fixture compiles them itself.
@@ -123,7 +124,7 @@ def main() -> None:
     parser.add_argument("--gpu-arch", default="sm_90")
     arguments = parser.parse_args()
     compile_artifacts(arguments.out, arguments.gpu_arch)
-    print(f"wrote {arguments.out}/; there: {CARRIED}={arguments.out} python3 -m pytest tests/runtime/test_generation_gpu.py --confcutdir tests/runtime")
+    print(f"wrote {arguments.out}/; there: {CARRIED}={arguments.out} python3 -P -m pytest tests/runtime/test_generation_gpu.py --confcutdir tests/runtime")
 
 
 if __name__ == "__main__":

@@ -16,9 +16,10 @@ A GPU machine without the compiler runs them from artifacts compiled here, carri
 
     # here: the check models for cuda and for the device machine's CPU
     python tests/runtime/test_zero_copy.py -o .device-carry/zero-copy --gpu-arch sm_80 --cpu sapphirerapids
-    # there, from the repository root, with kiln.runtime importable (benchmarks/README.md says how);
+    # there, from the repository root, with kiln.runtime importable (benchmarks/README.md says how;
+    # -P keeps the checkout's bare kiln/ folder from shadowing the installed package);
     # --confcutdir leaves out tests/conftest.py, which imports the compiler
-    KILN_ZERO_COPY_ARTIFACTS=.device-carry/zero-copy python3 -m pytest tests/runtime/test_zero_copy.py \
+    KILN_ZERO_COPY_ARTIFACTS=.device-carry/zero-copy python3 -P -m pytest tests/runtime/test_zero_copy.py \
         --confcutdir tests/runtime -p no:cacheprovider --timeout 120 -v
 
 There the tests that compile (they call kiln.compile) skip; the checks run on the carried artifacts,
@@ -745,7 +746,7 @@ def main() -> None:
 
     compile_models(arguments.out / TARGETS["cuda"], CompileOptions(target="cuda", gpu_arch=arguments.gpu_arch))
     compile_models(arguments.out / TARGETS["llvm-cpu"], CompileOptions(target="llvm-cpu", cpu=arguments.cpu))
-    print(f"wrote {arguments.out}/; there: {CARRIED}={arguments.out} python3 -m pytest tests/runtime/test_zero_copy.py --confcutdir tests/runtime")
+    print(f"wrote {arguments.out}/; there: {CARRIED}={arguments.out} python3 -P -m pytest tests/runtime/test_zero_copy.py --confcutdir tests/runtime")
 
 
 if __name__ == "__main__":
