@@ -20,7 +20,7 @@ from typing import Any
 
 from .contract import HEAD_DIMS
 from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram
-from .tiles import Tiles
+from .tiles import SMALL_M, Tiles
 
 TRITON_VERSION = "3.9.0"  # the version the ABI trim below was written against and the GPU run used
 PTX_VERSION = 90  # Triton 3.9's default `.version 9.4` is rejected by CUDA 13.0 drivers (580)
@@ -30,6 +30,7 @@ _TRITON_TYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16", "i8": "i8"}
 # same source in other dtypes and precisions compiles but has not run on a GPU yet.
 CHECKED = {
     ("mm", "f32", "tf32x3"), ("mm", "f32", "tf32"), ("mm", "bf16", ""),
+    ("gemv", "f32", "tf32x3"), ("gemv", "f32", "tf32"), ("gemv", "bf16", ""),
     ("conv2d", "f32", "tf32"), ("conv2d", "bf16", ""),
     ("depthwise conv2d", "f32", "ieee"), ("depthwise conv2d", "bf16", ""), ("maxpool2d", "f32", ""), ("maxpool2d", "bf16", ""),
     ("attention", "f32", "tf32x3"), ("attention", "f32", "tf32"), ("attention", "bf16", ""),
@@ -87,7 +88,7 @@ def check(contraction: Contraction) -> None:
 
 def _kind(contraction: Contraction) -> str:
     if isinstance(contraction, Matmul):
-        return "mm"
+        return "gemv" if contraction.m < SMALL_M else "mm"
     if isinstance(contraction, Conv2d):
         return "depthwise conv2d" if contraction.depthwise else "conv2d"
     if isinstance(contraction, RowProgram):
@@ -110,6 +111,10 @@ def compile_kernel(contraction: Contraction, tiles: Tiles) -> Kernel:
 
 def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
     b_sk, b_sn = (1, mm.k) if mm.b_layout == "nk" else (mm.n, 1)
+    pointers = ("a_ptr", "b_ptr", *(("bias_ptr",) if mm.bias else ()), "c_ptr")
+    if mm.m < SMALL_M:
+        constants = dict(M=mm.m, N=mm.n, K=mm.k, B_SK=b_sk, B_SN=b_sn, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k)
+        return _compile(_fixed("kiln_gemv"), pointers, constants, mm, tiles, (math.ceil(mm.n / tiles.block_n), 1, 1), "kiln_gemv")
     constants = dict(
         M=mm.m, N=mm.n, K=mm.k,
         A_SB=mm.m * mm.k, A_SM=mm.k, A_SK=1,
@@ -119,7 +124,6 @@ def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
         PRECISION=mm.precision or "ieee",
     )  # fmt: skip
     programs = math.ceil(mm.m / tiles.block_m) * math.ceil(mm.n / tiles.block_n)
-    pointers = ("a_ptr", "b_ptr", *(("bias_ptr",) if mm.bias else ()), "c_ptr")
     return _compile(_fixed("kiln_matmul"), pointers, constants, mm, tiles, (programs, 1, 1), "kiln_mm")
 
 

@@ -1,7 +1,7 @@
 """kiln's GPU contraction kernels, in triton.language.
 
 `kiln_matmul`: C = A @ B with B read through strides (W[N, K] or B[K, N]), f32 accumulation, K loop
-pipelined. `kiln_conv2d`: a convolution as an implicit GEMM (rows are output pixels, columns output
+pipelined; `kiln_gemv`, the same product for a few rows, without tensor cores. `kiln_conv2d`: a convolution as an implicit GEMM (rows are output pixels, columns output
 channels, the reduction runs over filter taps and channels), for any stride, padding and dilation and
 any activation/weight layout (strides again). `kiln_depthwise_conv2d`: a depthwise convolution as a
 stencil of f32 FMAs over a tile of pixels by channels, or without weights a max pooling. `kiln_attention`: flash attention's forward pass
@@ -77,6 +77,44 @@ def kiln_matmul(
         acc += tl.load(bias_ptr + safe_cols).to(tl.float32)[None, :]
     c_tile = c_ptr + batch * C_SB + rows[:, None] * C_SM + cols[None, :] * C_SN
     tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+@triton.jit
+def kiln_gemv(
+    a_ptr, b_ptr, bias_ptr, c_ptr,
+    M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+    B_SK: tl.constexpr, B_SN: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    """C[M, N] = A[M, K] @ W[N, K]^T for a few rows (M <= BLOCK_M <= 8): BLOCK_N outputs of every row.
+
+    A GEMV reads each weight once and is bound by memory: no tensor cores (a 16-row MMA tile would be
+    mostly padding), f32 products accumulated elementwise across the K loop and reduced once at the
+    end, so a step is loads and FMAs only."""
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = tl.arange(0, BLOCK_M)
+    ks = tl.arange(0, BLOCK_K)
+    safe_cols = tl.where(cols < N, cols, 0)
+    safe_rows = tl.where(rows < M, rows, 0)
+    w_tile = b_ptr + safe_cols[:, None] * B_SN + ks[None, :] * B_SK
+    a_tile = a_ptr + safe_rows[:, None] * K + ks[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
+    for step in range(tl.cdiv(K, BLOCK_K)):
+        if K % BLOCK_K == 0:
+            w = tl.load(w_tile)
+            a = tl.load(a_tile)
+        else:
+            left = K - step * BLOCK_K
+            w = tl.load(w_tile, mask=ks[None, :] < left, other=0.0)
+            a = tl.load(a_tile, mask=ks[None, :] < left, other=0.0)
+        acc += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
+        w_tile += BLOCK_K * B_SK
+        a_tile += BLOCK_K
+    out = tl.sum(acc, axis=2)
+    if bias_ptr is not None:
+        out += tl.load(bias_ptr + safe_cols).to(tl.float32)[None, :]
+    c_tile = c_ptr + rows[:, None] * N + cols[None, :]
+    tl.store(c_tile, out.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
 @triton.jit

@@ -98,6 +98,7 @@ LAYER_NORM = RowProgram(
     [
         (Matmul(512, 256, 128, "bf16", "f32", "nk"), Tiles(128, 128, 64, 8, 3), "wgmma.mma_async"),
         (Matmul(8, 64, 256, "f32", "f32", "nk", "tf32x3"), Tiles(16, 32, 128, 4, 4), "mma.sync"),
+        (Matmul(1, 2048, 2048, "bf16", "f32", "nk"), Tiles(1, 4, 1024, 4, 1), "fma.rn.f32"),
         (Conv2d(1, 32, 14, 14, 64, 3, 3, (1, 1), (1, 1), (1, 1), "bf16", "bf16", layout="nhwc"), Tiles(64, 64, 32, 4, 4), "wgmma"),
         (Attention(8, 12, 1024, 1024, 64, "bf16", True, 0.125, "", "bshd", "bshd"), Tiles(128, 64, 64, 4, 3), "wgmma"),
         (Attention(2, 4, 50, 40, 32, "f32", False, 0.3, "tf32x3"), Tiles(64, 32, 32, 4, 2), "ex2.approx"),
@@ -105,7 +106,7 @@ LAYER_NORM = RowProgram(
         (MaxPool2d(2, 64, 28, 28, 3, 3, (2, 2), (1, 1), (1, 1), "bf16", layout="nhwc"), Tiles(32, 64, 1, 4, 1), "max.NaN.bf16x2"),
         (LAYER_NORM, Tiles(1, 1024, 1, 4, 1), "shfl.sync.bfly"),
     ],
-    ids=["bf16-matmul", "f32-gemv", "bf16-conv", "bf16-attention", "f32-attention", "f32-depthwise", "bf16-maxpool", "bf16-layer-norm"],
+    ids=["bf16-matmul", "f32-skinny", "bf16-gemv", "bf16-conv", "bf16-attention", "f32-attention", "f32-depthwise", "bf16-maxpool", "bf16-layer-norm"],
 )
 def test_triton_compiles_sm90a_ptx_with_iree_calling_convention(contraction, tiles, instruction):
     kernel = compile_kernel(contraction, tiles)
@@ -149,6 +150,8 @@ def test_tiles_come_from_the_h100_run_where_measured():
     assert measured.tiles == Tiles(128, 128, 64, 8, 3) and "measured fastest" in measured.why
     gemv = choose(Matmul(1, 1000, 512, "f32", "f32", "nk", "tf32x3"))  # IREE's code measured 3x faster
     assert gemv.tiles is None and "IREE's code measured faster" in gemv.why
+    decode = choose(Matmul(1, 8192, 2048, "bf16", "f32", "nk"))  # unmeasured: kiln's GEMV, a K step of the whole row
+    assert decode.tiles == Tiles(1, 4, 2048, 4, 1) and "GEMV kernel" in decode.why
     stem = choose(Conv2d(1, 3, 224, 224, 64, 7, 7, (2, 2), (3, 3), (1, 1), "f32", "f32", "tf32"))
     assert stem.layout == "nchw"  # every NHWC variant of this stem computed wrong on the H100
     assert choose(Conv2d(4, 3, 32, 32, 8, 3, 3, (1, 1), (1, 1), (1, 1), "bf16", "bf16")).layout == "nchw"

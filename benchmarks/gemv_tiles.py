@@ -1,0 +1,131 @@
+"""kiln's GEMV kernel against torch's, per tile configuration, on a CUDA GPU.
+
+A decoder's decode step is matrix-vector products (one token a row) over every weight: memory-bound,
+and where IREE 3.13's own CUDA code reached 30-70 GB/s of the H200's ~4,200 (benchmarks/generation.py
+--profile). `kiln_gemv` (targets/cuda/kernels/triton_source.py) computes them; this times its
+configurations, launched from Triton directly (the device's Triton JIT-compiles the same source), on
+the weight shapes of several decoders, next to torch's `F.linear`, and checks each result against
+torch's in f32. Needs torch with CUDA and Triton:
+
+    python3 benchmarks/gemv_tiles.py -o gemv-h200.json        # on the GPU machine
+
+prints one line per shape and configuration: microseconds, GB/s (the weight read once), rel. L2
+error; and per shape the fastest configuration and the one targets/cuda/kernels/tiles.py chooses.
+The shapes are grouped by model, so a heuristic fitted on some models is checked on the others.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+
+import click
+import torch
+import torch.nn.functional as F
+
+from kiln.targets.cuda.kernels.contraction import Matmul
+from kiln.targets.cuda.kernels.tiles import Tiles, gemv_tiles
+
+# model -> its decode step's weights (N, K, layout): attention projections, MLP, LM head
+MODELS = {
+    "llama-3.2-1b": [(2048, 2048, "nk"), (512, 2048, "nk"), (8192, 2048, "nk"), (2048, 8192, "nk"), (128256, 2048, "nk")],
+    "llama-3.1-8b": [(4096, 4096, "nk"), (1024, 4096, "nk"), (14336, 4096, "nk"), (4096, 14336, "nk"), (128256, 4096, "nk")],
+    "qwen2.5-0.5b": [(896, 896, "nk"), (128, 896, "nk"), (4864, 896, "nk"), (896, 4864, "nk"), (151936, 896, "nk")],
+    "phi-3-mini": [(9216, 3072, "nk"), (3072, 3072, "nk"), (16384, 3072, "nk"), (3072, 8192, "nk"), (32064, 3072, "nk")],
+    "gpt2": [(2304, 768, "kn"), (768, 768, "kn"), (3072, 768, "kn"), (768, 3072, "kn"), (50257, 768, "nk")],
+}
+ELEMENTS = (2048, 4096, 8192)  # a program's weight tile, elements a K step
+BLOCK_NS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def configurations(n: int, k: int) -> list[Tiles]:
+    """Every (BLOCK_N, BLOCK_K) with a tile of ELEMENTS, 4 warps; the K step no longer than K needs."""
+    depth = 1 << (k - 1).bit_length()
+    found = []
+    for elements in ELEMENTS:
+        for block_n in BLOCK_NS:
+            block_k = elements // block_n
+            if 32 <= block_k <= depth and block_n <= max(1, 1 << (n - 1).bit_length()):
+                found.append(Tiles(1, block_n, block_k, 4, 1))
+    return list(dict.fromkeys(found))
+
+
+def launch(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, layout: str, tiles: Tiles) -> None:
+    from kiln.targets.cuda.kernels.triton_source import kiln_gemv
+
+    m, k = x.shape
+    n = out.shape[1]
+    b_sk, b_sn = (1, k) if layout == "nk" else (n, 1)
+    grid = ((n + tiles.block_n - 1) // tiles.block_n,)
+    kiln_gemv[grid](
+        x, w, None, out, M=m, N=n, K=k, B_SK=b_sk, B_SN=b_sn,
+        BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, num_warps=tiles.num_warps, num_stages=tiles.num_stages,
+    )  # fmt: skip
+
+
+def timed_us(fn, iterations: int = 30) -> float:
+    """Median microseconds of `fn` (CUDA events), after a warm-up; the L2 flushed between calls by
+    reading 256 MiB, so each call reads its weight from memory as a decode step does."""
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    fn()
+    times = []
+    for _ in range(iterations):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3)
+    return sorted(times)[len(times) // 2]
+
+
+def time_shape(model: str, n: int, k: int, layout: str, dtype: str) -> list[dict]:
+    """One weight shape: torch's time, then each configuration's, with its error against f32."""
+    torch_dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[dtype]
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(1, k, device="cuda", generator=generator).to(torch_dtype)
+    w_nk = torch.randn(n, k, device="cuda", generator=generator).mul_(0.02).to(torch_dtype)
+    w = w_nk if layout == "nk" else w_nk.t().contiguous()
+    reference = x.float() @ w_nk.float().t()
+    out = torch.empty(1, n, device="cuda", dtype=torch_dtype)
+    weight_bytes = w.numel() * w.element_size()
+    torch_us = timed_us(functools.partial(F.linear, x, w_nk) if layout == "nk" else functools.partial(torch.matmul, x, w))
+    chosen = gemv_tiles(Matmul(1, n, k, dtype, dtype, layout))
+    rows = []
+    for tiles in dict.fromkeys([chosen, *configurations(n, k)]):
+        call = functools.partial(launch, x, w, out, layout, tiles)
+        try:
+            us = timed_us(call)
+        except Exception as exc:  # a configuration Triton refuses is a line, not the end of the run
+            print(f"{model} {n}x{k} {tiles.label}: {type(exc).__name__}: {exc}"[:300], flush=True)
+            continue
+        call()
+        error = float((out.float() - reference).norm() / reference.norm())
+        rows.append({"model": model, "n": n, "k": k, "layout": layout, "tiles": tiles.label, "chosen": tiles == chosen, "us": round(us, 2),
+                     "gb_s": round(weight_bytes / us / 1e3, 1), "rel_l2": error, "torch_us": round(torch_us, 2)})  # fmt: skip
+    best = min(rows, key=lambda row: row["us"])
+    mine = next(row for row in rows if row["chosen"])
+    print(
+        f"{model:13} {n:>6}x{k:<6} {layout}  torch {torch_us:7.1f} us ({weight_bytes / torch_us / 1e3:6.0f} GB/s)"
+        f"  best {best['tiles']:>14} {best['us']:7.1f} us ({best['gb_s']:6.0f} GB/s)  chosen {mine['tiles']:>14} {mine['us']:7.1f} us"
+        f"  max rel. L2 {max(row['rel_l2'] for row in rows):.1e}",
+        flush=True,
+    )
+    return rows
+
+
+@click.command()
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True)
+@click.option("--dtype", type=click.Choice(("bf16", "f32")), default="bf16", show_default=True)
+def main(output: Path, dtype: str) -> None:
+    rows: list[dict] = []
+    for model, shapes in MODELS.items():
+        for n, k, layout in shapes:
+            rows += time_shape(model, n, k, layout, dtype)
+            output.write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "dtype": dtype, "rows": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
