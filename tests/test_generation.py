@@ -220,3 +220,15 @@ def test_other_decoders_generate_as_transformers(tmp_path: Path, architecture: s
     # every prompt token counts: transformers would mask those equal to a pad id unless told so
     expected = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=20, do_sample=False)
     assert torch.equal(kiln.load(result.path).generate(ids, 20), expected)
+
+
+@pytest.mark.parametrize("vocab", [7, 256, 300, 128256])
+def test_the_artifacts_greedy_choice_is_argmax(vocab: int) -> None:
+    """The two-step argmax (blocks, then across them) picks argmax's index, first of ties included."""
+    from kiln.compiler.generation import _greedy
+
+    logits = torch.randn(4, vocab, generator=torch.Generator().manual_seed(vocab))
+    logits[1] = 0.0  # all tied: the first
+    logits[2, -1] = 1e4  # the last entry, in a padded block
+    logits[3, [vocab // 3, vocab - 2]] = 1e4  # two tied in different blocks: the first
+    assert torch.equal(_greedy(logits), logits.argmax(-1))
