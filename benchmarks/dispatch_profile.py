@@ -22,6 +22,7 @@ import fnmatch
 import json
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -32,7 +33,6 @@ from kiln.measure.bundle import Bundle, entry_files, open_entry, rebuild
 from kiln.measure.timing import Settings, measure
 from kiln.runtime.devices import CPU_WORKER_STACK_BYTES
 from kiln.runtime.manifest import PARAMETER_SCOPE
-from kiln.runtime.module import LoadedModule
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = Path(iree._runtime_libs.__file__).parent
@@ -100,14 +100,15 @@ def profile_on_cpu(
     }
 
 
-def profile_on_cuda(module: LoadedModule, inputs: tuple[torch.Tensor, ...], seconds: float) -> dict:
-    """The same through torch.profiler: kiln's calls on the GPU, each kernel's CUPTI time."""
+def profile_on_cuda(function: Callable[..., object], inputs: tuple[torch.Tensor, ...], seconds: float) -> dict:
+    """The same through torch.profiler: kiln's calls of `function` (a module, or one of its functions)
+    on the GPU, each kernel's CUPTI time."""
     inputs = tuple(tensor.cuda() for tensor in inputs)
-    per_call = min(measure(lambda: module(*inputs), torch.cuda.synchronize, TIMING))
+    per_call = min(measure(lambda: function(*inputs), torch.cuda.synchronize, TIMING))
     calls = max(3, int(seconds * 1e9 / per_call))
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as profiler:
         for _ in range(calls):
-            module(*inputs)
+            function(*inputs)
         torch.cuda.synchronize()
     totals: dict[str, list[int]] = {}
     for event in profiler.events():

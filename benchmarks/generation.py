@@ -100,8 +100,9 @@ def compile_command(
 @click.option("--prompt", "prompt_tokens", type=int, default=128, show_default=True)
 @click.option("--new", "new_tokens", type=int, default=256, show_default=True)
 @click.option("--peers/--no-peers", default=True, show_default=True, help="Also time eager and torch.compile.")
+@click.option("--profile", is_flag=True, help="CUDA: also profile kiln's decode, kernel by kernel (torch.profiler), into the row and printed.")
 @click.option("--work-dir", type=click.Path(path_type=Path), default=Path("/tmp/kiln-generation"), show_default=True)
-def time_command(bundle: Path, output: Path, only: tuple[str, ...], prompt_tokens: int, new_tokens: int, peers: bool, work_dir: Path) -> None:
+def time_command(bundle: Path, output: Path, only: tuple[str, ...], prompt_tokens: int, new_tokens: int, peers: bool, profile: bool, work_dir: Path) -> None:
     """Time each case of BUNDLE against its peers, in this process; write the rows as they come."""
     import torch
 
@@ -131,6 +132,8 @@ def time_command(bundle: Path, output: Path, only: tuple[str, ...], prompt_token
                 for mode in ("default", "reduce-overhead") if device == "cuda" else ("default",):
                     _measured(row, f"compile-{mode}", _time_transformers(model, ids, new_tokens, case["max_seq_len"], mode), report, output)
             kiln_ids = _measured(row, "kiln", _time_kiln(module, ids, new_tokens), report, output)
+            if profile and device == "cuda":
+                row["kiln_decode_kernels"] = _decode_kernels(module, ids)
             if peers:
                 row["agree"] = _agreement(kiln_ids, eager_ids)
             del module, model
@@ -217,6 +220,21 @@ def _time_kiln(module: Any, ids: Any, new_tokens: int) -> dict[str, Any]:
     _synchronize(ids.device)
     decode = time.perf_counter() - start
     return _rates(ids, min(prefill), decode, new_tokens, tokens)
+
+
+def _decode_kernels(module: Any, ids: Any, top: int = 20) -> list[dict[str, Any]]:
+    """kiln's decode step kernel by kernel (CUPTI through torch.profiler): microseconds a step, most first."""
+    from dispatch_profile import profile_on_cuda
+
+    token, _, position = module.prefill(ids)
+    profile = profile_on_cuda(module.decode, (token, position), seconds=1.0)
+    print(f"kiln decode: {profile['call_ms']:.3f} ms a step", flush=True)
+    kernels = []
+    for group in profile["dispatches"][:top]:
+        kernel = {"name": group["name"], "per_step": group["count"] // profile["calls"], "us": round(group["total_ns"] / profile["calls"] / 1e3, 1)}
+        print(f"  {kernel['us']:9.1f} us x{kernel['per_step']:<4} {kernel['name']}", flush=True)
+        kernels.append(kernel)
+    return kernels
 
 
 def _time_transformers(model: Any, ids: Any, new_tokens: int, max_seq_len: int, mode: str | None) -> dict[str, Any]:
