@@ -196,9 +196,10 @@ def _synchronize(device: Any) -> None:
 
 def _time_kiln(module: Any, ids: Any, new_tokens: int) -> dict[str, Any]:
     """Prefill (best of 3) and a greedy decode of `new_tokens - 1` steps (after one warm-up generation)."""
+    from kiln.runtime.generation import prefill
     stage = "prefill"  # warm-up, and a failure that names the function
     try:
-        token, _, position = module.prefill(ids)
+        token, _, position = prefill(module, ids)
         _synchronize(ids.device)
         stage = "decode"
         module.decode(token, position)
@@ -209,7 +210,7 @@ def _time_kiln(module: Any, ids: Any, new_tokens: int) -> dict[str, Any]:
     prefill = []
     for _ in range(3):
         start = time.perf_counter()
-        token, _, position = module.prefill(ids)
+        token, _, position = prefill(module, ids)
         _synchronize(ids.device)
         prefill.append(time.perf_counter() - start)
     tokens = [token]
@@ -226,7 +227,9 @@ def _decode_kernels(module: Any, ids: Any, top: int = 20) -> list[dict[str, Any]
     """kiln's decode step kernel by kernel (CUPTI through torch.profiler): microseconds a step, most first."""
     from dispatch_profile import profile_on_cuda
 
-    token, _, position = module.prefill(ids)
+    from kiln.runtime.generation import prefill
+
+    token, _, position = prefill(module, ids)
     profile = profile_on_cuda(module.decode, (token, position), seconds=1.0)
     print(f"kiln decode: {profile['call_ms']:.3f} ms a step", flush=True)
     kernels = []

@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from kiln.runtime.devices import CPU_DRIVER_CHOICES
+from kiln.runtime.manifest import PREFILL_CHUNK
 from kiln.targets import TARGETS
 from kiln.targets.cuda.target import CONV_PRECISIONS, MATMUL_PRECISIONS
 from kiln.targets.resolve import CPU_ATTENTION_CHOICES, HANDOFFS, KERNEL_CHOICES
@@ -49,15 +50,16 @@ def model_options(required: bool = True) -> Callable[[Callable[..., Any]], Calla
             generate: bool,
             max_seq_len: int | None,
             batch: int,
+            prefill_chunk: int,
             **kwargs: Any,
         ) -> Any:
             from kiln.compiler.model_file import GenerationOptions, ModelSource
 
-            if (max_seq_len is not None or batch != 1) and not generate:
-                raise click.UsageError("--max-seq-len and --batch shape a --generate compile; add --generate")
+            if (max_seq_len is not None or batch != 1 or prefill_chunk != PREFILL_CHUNK) and not generate:
+                raise click.UsageError("--max-seq-len, --batch and --prefill-chunk shape a --generate compile; add --generate")
             if generate and max_seq_len is None:
                 raise click.UsageError("--generate needs --max-seq-len N: the most tokens (prompt and new) a generation holds")
-            generation = GenerationOptions(max_seq_len, batch) if generate and max_seq_len is not None else None
+            generation = GenerationOptions(max_seq_len, batch, prefill_chunk) if generate and max_seq_len is not None else None
             source = None
             if model_file is not None:
                 source = ModelSource(model_file, model_name, inputs_name, dynamic_dims, precision, generation)
@@ -87,6 +89,14 @@ def model_options(required: bool = True) -> Callable[[Callable[..., Any]], Calla
                     help="With --generate: the cache's length, the most tokens (prompt and new) a generation holds.",
                 ),
                 click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True, help="With --generate: the rows generated at once."),
+                click.option(
+                    "--prefill-chunk",
+                    type=click.IntRange(min=1),
+                    default=PREFILL_CHUNK,
+                    show_default=True,
+                    help="With --generate: the prompt tokens one prefill call takes (a fixed shape, for kiln's kernels); "
+                    "longer prompts go in chunks, shorter ones padded.",
+                ),
                 click.option(
                     "--dynamic-dim",
                     "dynamic_dims",

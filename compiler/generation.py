@@ -14,6 +14,9 @@ a later call never reads what an earlier, longer generation left behind, so noth
 position where the next token goes is not state but a result, which the next `decode` takes back
 (on the device: no copy): the only state is the cache, and it is only ever updated in place.
 
+`prefill` takes the prompt in chunks of a fixed size (`--prefill-chunk`), padded, so that its shapes
+are static; the runtime feeds a prompt through it (runtime/generation.py, `prefill`).
+
 The cache's zeros are stored in the artifact as they are. A splat of zeros would save the bytes, but
 IREE 3.13 then treats a global that is only updated in place as the constant it starts as: its loads
 fold to zeros and decode never sees the prompt (tests/test_generation.py fails that way).
@@ -32,7 +35,6 @@ from typing import Any
 
 import torch
 from torch import nn
-from torch.export import Dim
 
 from kiln.errors import KilnError
 from kiln.runtime.manifest import GenerationSpec
@@ -124,8 +126,9 @@ def _written(cache: torch.Tensor, new: torch.Tensor, positions: torch.Tensor) ->
     return torch.where(inside[:, None], spread, cache)
 
 
-def _step(model: nn.Module, input_ids: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """One forward over `input_ids` at `positions`: the greedy next token and the logits of each row's last token."""
+def _step(model: nn.Module, input_ids: torch.Tensor, positions: torch.Tensor, last: torch.Tensor | int) -> tuple[torch.Tensor, torch.Tensor]:
+    """One forward over `input_ids` at `positions`: the greedy next token and the logits of each row's
+    token at index `last` (a tensor [1]), or of its last token (1)."""
     kv: _KVCache = getattr(model, CACHE)
     batch, tokens = input_ids.shape
     cache_length = kv.layers[0].keys.shape[2]
@@ -139,7 +142,7 @@ def _step(model: nn.Module, input_ids: torch.Tensor, positions: torch.Tensor) ->
         attention_mask=mask[None, None].expand(batch, 1, tokens, cache_length),
         past_key_values=_positioned_cache(kv, positions),
         use_cache=True,
-        logits_to_keep=1,
+        logits_to_keep=last,  # an int keeps that many last tokens; a tensor, the tokens at those indices
     )
     logits = output.logits[:, -1, :]
     return _greedy(logits), logits
@@ -159,17 +162,21 @@ def _greedy(logits: torch.Tensor) -> torch.Tensor:
     return best_block * GREEDY_BLOCK + within
 
 
-def _prefill(model: nn.Module, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The prompt [batch, tokens] from position 0: its keys and values cached, the first new token
-    chosen; and the position [1] where that token goes."""
-    positions = torch.arange(input_ids.shape[1])
-    token, logits = _step(model, input_ids, positions)
-    return token, logits, positions[-1:] + 1
+def _prefill(model: nn.Module, input_ids: torch.Tensor, start: torch.Tensor, count: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One chunk of the prompt, [batch, chunk] at positions `start` [1] on, of which the first `count`
+    [1] tokens are the prompt's (the rest is padding): their keys and values cached, the token chosen
+    after the last of them; and the position [1] where that token goes.
+
+    The chunk's padding is cached too, at the positions after the prompt, where nothing reads it:
+    each decode step writes its own position before attending up to it."""
+    positions = start + torch.arange(input_ids.shape[1])
+    token, logits = _step(model, input_ids, positions, count - 1)
+    return token, logits, start + count
 
 
 def _decode(model: nn.Module, token: torch.Tensor, position: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The last chosen tokens [batch] at `position` [1]: cached, the next token chosen; and the next position."""
-    token, logits = _step(model, token[:, None], position)
+    token, logits = _step(model, token[:, None], position, 1)
     return token, logits, position + 1
 
 
@@ -195,16 +202,10 @@ def for_generation(spec: ModelSpec, options: GenerationOptions) -> ModelSpec:
     model.add_module(CACHE, _KVCache(layers, shape, dtype))
     model.kiln_prefill = MethodType(_prefill, model)
     model.kiln_decode = MethodType(_decode, model)
-    prompt = min(8, options.max_seq_len)
-    ids = torch.zeros((options.batch, prompt), dtype=torch.int64)
+    chunk = min(options.prefill_chunk, options.max_seq_len)
+    one = torch.ones(1, dtype=torch.int64)
     entries = (
-        EntryPoint(
-            "prefill",
-            model,
-            (ids,),
-            method="kiln_prefill",
-            dynamic_shapes=({1: Dim("prompt", min=1, max=options.max_seq_len)},),
-        ),
+        EntryPoint("prefill", model, (torch.zeros((options.batch, chunk), dtype=torch.int64), one * 0, one * chunk), method="kiln_prefill"),
         EntryPoint(
             "decode", model, (torch.zeros(options.batch, dtype=torch.int64), torch.ones(1, dtype=torch.int64)), method="kiln_decode"
         ),
@@ -213,6 +214,7 @@ def for_generation(spec: ModelSpec, options: GenerationOptions) -> ModelSpec:
         max_seq_len=options.max_seq_len,
         batch=options.batch,
         vocab=int(config.vocab_size),
+        prefill_chunk=chunk,
         eos_token_ids=_eos_ids(model, config),
         tokenizer=spec.tokenizer,
     )

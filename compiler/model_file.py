@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from kiln.errors import KilnError
-from kiln.runtime.manifest import GenerationSpec
+from kiln.runtime.manifest import PREFILL_CHUNK, GenerationSpec
 
 from .checkpoint import (
     BoundWeights,
@@ -100,10 +100,11 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class GenerationOptions:
-    """`--generate --max-seq-len N --batch B`: compile a causal LM's prefill and decode (generation.py)."""
+    """`--generate --max-seq-len N --batch B --prefill-chunk C`: compile a causal LM's prefill and decode (generation.py)."""
 
     max_seq_len: int
     batch: int = 1
+    prefill_chunk: int = PREFILL_CHUNK  # prompt tokens a prefill call takes (fewer if the cache is shorter)
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ class ModelSource:
     inputs_name: str | None = None  # --inputs
     dynamic_dims: tuple[str, ...] = ()  # --dynamic-dim INPUT:AXIS
     precision: str | None = None  # --dtype
-    generation: GenerationOptions | None = None  # --generate --max-seq-len N --batch B
+    generation: GenerationOptions | None = None  # --generate --max-seq-len N --batch B --prefill-chunk C
 
     def load(self) -> ModelSpec:
         """The model as kiln captures it."""
@@ -136,7 +137,9 @@ class ModelSource:
             args += ["--dynamic-dim", dim]
         args += ["--dtype", self.precision] if self.precision else []
         if self.generation is not None:
-            args += ["--generate", "--max-seq-len", str(self.generation.max_seq_len), "--batch", str(self.generation.batch)]
+            generation = self.generation
+            args += ["--generate", "--max-seq-len", str(generation.max_seq_len), "--batch", str(generation.batch)]
+            args += ["--prefill-chunk", str(generation.prefill_chunk)]
         return args
 
 

@@ -67,10 +67,10 @@ def stream(
     if sampling.do_sample:
         generator = torch.Generator(device=ids.device)
         generator.manual_seed(sampling.seed if sampling.seed is not None else torch.seed())
-    prefill, decode = module.functions[spec.prefill], module.functions[spec.decode]
+    decode = module.functions[spec.decode]
     eos = torch.tensor(spec.eos_token_ids, dtype=torch.int64, device=ids.device)
     finished = torch.zeros(spec.batch, dtype=torch.bool, device=ids.device)
-    greedy, logits, position = prefill(ids)
+    greedy, logits, position = prefill(module, ids)
     for step in range(max_new_tokens):
         token = _sampled(logits, sampling, generator) if sampling.do_sample else greedy
         if eos.numel():  # rows that ended go on with an end-of-sequence token, as transformers pads them
@@ -80,6 +80,25 @@ def stream(
         if step + 1 == max_new_tokens or (eos.numel() and bool(finished.all())):
             return
         greedy, logits, position = decode(token, position)
+
+
+def prefill(module: LoadedModule, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The prompt [batch, tokens] into the artifact's cache from position 0, in chunks of the size its
+    `prefill` takes (the last one padded): the greedy next token [batch], the logits [batch, vocab]
+    and the position [1] where the next token goes, as `decode` takes them."""
+    spec = spec_of(module)
+    function = module.functions[spec.prefill]
+    ids = _checked_prompt(input_ids, spec, 1).to(module.boundary.home)
+    batch, prompt = ids.shape
+    chunk = spec.prefill_chunk
+    for start in range(0, prompt, chunk):
+        count = min(chunk, prompt - start)
+        piece = ids[:, start : start + count]
+        if count < chunk:
+            piece = torch.cat([piece, piece.new_zeros(batch, chunk - count)], dim=1)
+        where = torch.tensor([start, count], dtype=torch.int64, device=ids.device)
+        result = function(piece, where[:1], where[1:])
+    return result
 
 
 def generate(

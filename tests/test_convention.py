@@ -241,7 +241,7 @@ def test_a_manifest_before_format_3_reads_and_calls_as_before():
     manifest = Manifest.from_json(json.dumps(old))
     function = manifest.functions[0]
     assert function == FunctionSpec("main", (TensorSpec("x", (3,), "float32"),), ())
-    assert FORMAT_VERSION == 6 and manifest.format_version == 2
+    assert FORMAT_VERSION == 7 and manifest.format_version == 2
     assert convention.arguments(function, (1, 2)) == [1, 2]  # positional, checked by the module
     assert convention.results(function, ["a"]) == "a" and convention.results(function, ["a", "b"]) == ("a", "b")
 

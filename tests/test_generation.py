@@ -22,6 +22,7 @@ from kiln.compiler.driver import compile_file
 from kiln.compiler.model_file import GenerationOptions, ModelSource
 from kiln.compiler.options import CompileOptions
 from kiln.errors import KilnError
+from kiln.runtime.generation import prefill
 from kiln.runtime.manifest import Manifest, ManifestError
 
 transformers = pytest.importorskip("transformers")
@@ -29,6 +30,7 @@ safetensors_torch = pytest.importorskip("safetensors.torch")
 VOCAB = 256
 MAX_SEQ_LEN = 48
 BATCH = 2
+CHUNK = 4  # prompts of 9 and 5 tokens take three and two prefill calls, the last padded
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +53,7 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.M
             return prompt("tiny", {VOCAB})
         """,
     )
-    source = ModelSource(path, generation=GenerationOptions(MAX_SEQ_LEN, BATCH))
+    source = ModelSource(path, generation=GenerationOptions(MAX_SEQ_LEN, BATCH, CHUNK))
     result = compile_file(source, CompileOptions(), folder / "tiny.vmfb")
     reference = module.build_causal_lm("tiny", VOCAB)
     state = {name: tensor for file in files for name, tensor in safetensors_torch.load_file(file).items()}
@@ -78,7 +80,7 @@ def test_decode_logits_are_eager_forward(compiled: tuple[Path, torch.nn.Module])
     path, reference = compiled
     module = kiln.load(path)
     ids = prompt(7, seed=11)
-    token, logits, position = module.prefill(ids)
+    token, logits, position = prefill(module, ids)
     sequence = ids
     for _ in range(5):
         with torch.no_grad():
@@ -97,13 +99,14 @@ def test_manifest_says_how_to_generate(compiled: tuple[Path, torch.nn.Module]) -
         "max_seq_len": MAX_SEQ_LEN,
         "batch": BATCH,
         "vocab": VOCAB,
+        "prefill_chunk": CHUNK,
         "eos_token_ids": [reference.generation_config.eos_token_id],
         "tokenizer": "no-such-tokenizer-here",
         "prefill": "prefill",
         "decode": "decode",
     }
     functions = {function["name"]: function for function in manifest["functions"]}
-    assert functions["prefill"]["symbols"] == {functions["prefill"]["inputs"][0]["shape"][1]: [1, MAX_SEQ_LEN]}
+    assert [tensor["shape"] for tensor in functions["prefill"]["inputs"]] == [[BATCH, CHUNK], [1], [1]]  # static: kiln's kernels
     assert [tensor["shape"] for tensor in functions["decode"]["inputs"]] == [[BATCH], [1]]
     assert [tensor["shape"] for tensor in functions["decode"]["outputs"]] == [[BATCH], [BATCH, VOCAB], [1]]
     assert functions["prefill"]["state"] == functions["decode"]["state"]
@@ -186,10 +189,11 @@ def test_sliding_window_narrower_than_the_cache_is_refused(tmp_path: Path) -> No
     assert failure.value.hint == "compile with --max-seq-len 16 or less"
 
 
-def test_max_seq_len_without_generate_is_a_usage_error() -> None:
-    result = CliRunner().invoke(kiln_cli, ["compile", str(EXAMPLES / "mlp.py"), "--max-seq-len", "64"])
+@pytest.mark.parametrize("option", [["--max-seq-len", "64"], ["--prefill-chunk", "16"]])
+def test_generation_options_without_generate_are_a_usage_error(option: list[str]) -> None:
+    result = CliRunner().invoke(kiln_cli, ["compile", str(EXAMPLES / "mlp.py"), *option])
     assert result.exit_code == 2
-    assert "--max-seq-len and --batch shape a --generate compile; add --generate" in result.output
+    assert "--max-seq-len, --batch and --prefill-chunk shape a --generate compile; add --generate" in result.output
 
 
 def test_manifest_generation_must_name_functions(compiled: tuple[Path, torch.nn.Module]) -> None:
