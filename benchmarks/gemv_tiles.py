@@ -116,10 +116,31 @@ def time_shape(model: str, n: int, k: int, layout: str, dtype: str) -> list[dict
     return rows
 
 
+def check_rows() -> None:
+    """kiln_gemv with 1 to 7 rows (a decode step at batch 1 to 7), in bf16 and f32, with the tiles
+    tiles.py chooses, against f32 products: the largest rel. L2 error per dtype (bf16 rounds its result)."""
+    for dtype, torch_dtype in (("bf16", torch.bfloat16), ("f32", torch.float32)):
+        worst = 0.0
+        for m in range(1, 8):
+            for n, k, layout in ((2048, 2048, "nk"), (1000, 4864, "nk"), (768, 3072, "kn")):
+                generator = torch.Generator(device="cuda").manual_seed(m)
+                x = torch.randn(m, k, device="cuda", generator=generator).to(torch_dtype)
+                w_nk = torch.randn(n, k, device="cuda", generator=generator).to(torch_dtype)
+                out = torch.empty(m, n, device="cuda", dtype=torch_dtype)
+                launch(x, w_nk if layout == "nk" else w_nk.t().contiguous(), out, layout, gemv_tiles(Matmul(m, n, k, dtype, dtype, layout)))
+                reference = x.float() @ w_nk.float().t()
+                worst = max(worst, float((out.float() - reference).norm() / reference.norm()))
+        print(f"kiln_gemv {dtype}, 1-7 rows: largest rel. L2 {worst:.1e}", flush=True)
+
+
 @click.command()
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True)
 @click.option("--dtype", type=click.Choice(("bf16", "f32")), default="bf16", show_default=True)
-def main(output: Path, dtype: str) -> None:
+@click.option("--check-rows", "rows_only", is_flag=True, help="Only check 1 to 7 rows' results (seconds), write nothing.")
+def main(output: Path, dtype: str, rows_only: bool) -> None:
+    if rows_only:
+        check_rows()
+        return
     rows: list[dict] = []
     for model, shapes in MODELS.items():
         for n, k, layout in shapes:

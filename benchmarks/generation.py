@@ -197,6 +197,7 @@ def _synchronize(device: Any) -> None:
 def _time_kiln(module: Any, ids: Any, new_tokens: int) -> dict[str, Any]:
     """Prefill (best of 3) and a greedy decode of `new_tokens - 1` steps (after one warm-up generation)."""
     from kiln.runtime.generation import prefill
+
     stage = "prefill"  # warm-up, and a failure that names the function
     try:
         token, _, position = prefill(module, ids)
@@ -207,12 +208,12 @@ def _time_kiln(module: Any, ids: Any, new_tokens: int) -> dict[str, Any]:
     except Exception as exc:
         raise RuntimeError(f"kiln's {stage}: {exc}") from exc
     module.generate(ids, 8)  # first calls pick executors and allocate
-    prefill = []
+    prefill_s = []
     for _ in range(3):
         start = time.perf_counter()
         token, _, position = prefill(module, ids)
         _synchronize(ids.device)
-        prefill.append(time.perf_counter() - start)
+        prefill_s.append(time.perf_counter() - start)
     tokens = [token]
     start = time.perf_counter()
     for _ in range(new_tokens - 1):
@@ -220,7 +221,7 @@ def _time_kiln(module: Any, ids: Any, new_tokens: int) -> dict[str, Any]:
         tokens.append(token)
     _synchronize(ids.device)
     decode = time.perf_counter() - start
-    return _rates(ids, min(prefill), decode, new_tokens, tokens)
+    return _rates(ids, min(prefill_s), decode, new_tokens, tokens)
 
 
 def _decode_kernels(module: Any, ids: Any, top: int = 20) -> list[dict[str, Any]]:

@@ -96,8 +96,8 @@ def prefill(module: LoadedModule, input_ids: torch.Tensor) -> tuple[torch.Tensor
         piece = ids[:, start : start + count]
         if count < chunk:
             piece = torch.cat([piece, piece.new_zeros(batch, chunk - count)], dim=1)
-        where = torch.tensor([start, count], dtype=torch.int64, device=ids.device)
-        result = function(piece, where[:1], where[1:])
+        at, real = (torch.tensor([value], dtype=torch.int64, device=ids.device) for value in (start, count))
+        result = function(piece, at, real)
     return result
 
 
