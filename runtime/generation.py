@@ -93,7 +93,7 @@ def prefill(module: LoadedModule, input_ids: torch.Tensor) -> tuple[torch.Tensor
     chunk = spec.prefill_chunk
     for start in range(0, prompt, chunk):
         count = min(chunk, prompt - start)
-        piece = ids[:, start : start + count]
+        piece = ids[:, start : start + count].contiguous()  # a few ids: copied here, not warned about at the boundary
         if count < chunk:
             piece = torch.cat([piece, piece.new_zeros(batch, chunk - count)], dim=1)
         at, real = (torch.tensor([value], dtype=torch.int64, device=ids.device) for value in (start, count))
