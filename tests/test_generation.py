@@ -236,3 +236,13 @@ def test_the_artifacts_greedy_choice_is_argmax(vocab: int) -> None:
     logits[2, -1] = 1e4  # the last entry, in a padded block
     logits[3, [vocab // 3, vocab - 2]] = 1e4  # two tied in different blocks: the first
     assert torch.equal(_greedy(logits), logits.argmax(-1))
+
+
+def test_manifest_prefill_chunk_must_fit_the_cache(compiled: tuple[Path, torch.nn.Module]) -> None:
+    data = json.loads(compiled[0].with_suffix(".json").read_text())
+    data["generation"]["prefill_chunk"] = MAX_SEQ_LEN + 1
+    with pytest.raises(ManifestError, match=rf"generation\.prefill_chunk: {MAX_SEQ_LEN + 1} is more than max_seq_len {MAX_SEQ_LEN}"):
+        Manifest.from_json(json.dumps(data))
+    del data["generation"]["prefill_chunk"]  # format 6's generation: recompile
+    with pytest.raises(ManifestError, match="generation: missing field 'prefill_chunk'"):
+        Manifest.from_json(json.dumps(data))
