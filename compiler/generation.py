@@ -203,9 +203,8 @@ def for_generation(spec: ModelSpec, options: GenerationOptions) -> ModelSpec:
     model.kiln_prefill = MethodType(_prefill, model)
     model.kiln_decode = MethodType(_decode, model)
     chunk = min(options.prefill_chunk, options.max_seq_len)
-    one = torch.ones(1, dtype=torch.int64)
     entries = (
-        EntryPoint("prefill", model, (torch.zeros((options.batch, chunk), dtype=torch.int64), one * 0, one * chunk), method="kiln_prefill"),
+        EntryPoint("prefill", model, (torch.zeros((options.batch, chunk), dtype=torch.int64), torch.tensor([0]), torch.tensor([chunk])), method="kiln_prefill"),
         EntryPoint(
             "decode", model, (torch.zeros(options.batch, dtype=torch.int64), torch.ones(1, dtype=torch.int64)), method="kiln_decode"
         ),

@@ -70,7 +70,7 @@ def stream(
     decode = module.functions[spec.decode]
     eos = torch.tensor(spec.eos_token_ids, dtype=torch.int64, device=ids.device)
     finished = torch.zeros(spec.batch, dtype=torch.bool, device=ids.device)
-    greedy, logits, position = prefill(module, ids)
+    greedy, logits, position = _prefill_chunks(module, spec, ids)
     for step in range(max_new_tokens):
         token = _sampled(logits, sampling, generator) if sampling.do_sample else greedy
         if eos.numel():  # rows that ended go on with an end-of-sequence token, as transformers pads them
@@ -87,17 +87,17 @@ def prefill(module: LoadedModule, input_ids: torch.Tensor) -> tuple[torch.Tensor
     `prefill` takes (the last one padded): the greedy next token [batch], the logits [batch, vocab]
     and the position [1] where the next token goes, as `decode` takes them."""
     spec = spec_of(module)
+    return _prefill_chunks(module, spec, _checked_prompt(input_ids, spec, 1).to(module.boundary.home))
+
+
+def _prefill_chunks(module: LoadedModule, spec: GenerationSpec, ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`prefill` of a checked prompt already on the artifact's device."""
     function = module.functions[spec.prefill]
-    ids = _checked_prompt(input_ids, spec, 1).to(module.boundary.home)
-    batch, prompt = ids.shape
-    chunk = spec.prefill_chunk
+    prompt, chunk = ids.shape[1], spec.prefill_chunk
+    padded = torch.nn.functional.pad(ids, (0, -prompt % chunk))
     for start in range(0, prompt, chunk):
-        count = min(chunk, prompt - start)
-        piece = ids[:, start : start + count].contiguous()  # a few ids: copied here, not warned about at the boundary
-        if count < chunk:
-            piece = torch.cat([piece, piece.new_zeros(batch, chunk - count)], dim=1)
-        at, real = (torch.tensor([value], dtype=torch.int64, device=ids.device) for value in (start, count))
-        result = function(piece, at, real)
+        at, count = (torch.tensor([value], dtype=torch.int64, device=ids.device) for value in (start, min(chunk, prompt - start)))
+        result = function(padded[:, start : start + chunk].contiguous(), at, count)  # a few ids copied, not warned about
     return result
 
 
