@@ -15,6 +15,11 @@ assert into a failed call (FAILED_PRECONDITION, with the message) as long as ass
 kiln compiles a module that has them with --iree-opt-strip-assertions=false (targets/levers.py,
 KEEP_ASSERTIONS). Indices the model computes itself (positions, argmax, top-k) are in range by
 construction and are left alone: each check costs a reduction over the index and a wait for its result before the op.
+
+So are the functions of an artifact compiled with `--generate`: decode takes the token and position
+its previous call returned, and kiln.runtime.generation checks a prompt on the host before prefill
+takes it. There the wait would cost most of a decode step: the host would stop issuing the step's
+kernels at every check (four in a Llama's decode) until the device caught up.
 """
 
 from __future__ import annotations
@@ -57,10 +62,12 @@ PASS_THROUGH = frozenset(
 
 
 def run(module: ir.Operation, pass_run: PassRun) -> None:
+    convention = _convention(module)
+    trusted = _generation_functions(convention)
     for function in _ops_in(module):
-        if function.name != "func.func":
+        if function.name != "func.func" or ir.StringAttr(function.attributes["sym_name"]).value in trusted:
             continue
-        names = _input_names(module, function)
+        names = _input_names(convention, function)
         checked: set[tuple[ir.Value, ir.Value, int]] = set()  # (index, indexed tensor, dimension) done
         for op in _ops_in(function):
             if op.name in INDEXING:
@@ -153,13 +160,26 @@ def _source_line(location: ir.Location) -> str:
     return f" at {match.group(1).rsplit('/', 1)[-1]}:{match.group(2)}"
 
 
-def _input_names(module: ir.Operation, function: ir.Operation) -> list[str]:
-    """The function's input names from the calling convention kiln records on the module, if any."""
+def _convention(module: ir.Operation) -> dict:
+    """The calling convention kiln records on the module (compiler/stages/aten.py); {} without one."""
     attributes = module.attributes
     if "kiln.calling_convention" not in attributes:
-        return []
+        return {}
     try:
-        convention = json.loads(ir.StringAttr(attributes["kiln.calling_convention"]).value)
+        return json.loads(ir.StringAttr(attributes["kiln.calling_convention"]).value)
+    except ValueError:
+        return {}
+
+
+def _generation_functions(convention: dict) -> frozenset[str]:
+    """The functions of a `--generate` artifact: their indices are the artifact's own or checked by the runtime."""
+    generation = convention.get("generation") or {}
+    return frozenset(generation[key] for key in ("prefill", "decode") if key in generation)
+
+
+def _input_names(convention: dict, function: ir.Operation) -> list[str]:
+    """The function's input names from the calling convention, if any."""
+    try:
         function_name = ir.StringAttr(function.attributes["sym_name"]).value
         spec = next(item for item in convention["functions"] if item["name"] == function_name)
         return [item["name"] for item in spec["inputs"]]

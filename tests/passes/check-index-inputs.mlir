@@ -69,3 +69,29 @@ func.func @computed_index(%table: !torch.vtensor<[10,4],f32>) -> !torch.vtensor<
   %0 = torch.aten.embedding %table, %ids, %int-1, %false, %false : !torch.vtensor<[10,4],f32>, !torch.vtensor<[3],si64>, !torch.int, !torch.bool, !torch.bool -> !torch.vtensor<[3,4],f32>
   return %0 : !torch.vtensor<[3,4],f32>
 }
+
+// -----
+
+// A --generate artifact's functions are left unchecked: decode's token is its previous call's
+// output, and the runtime checks a prompt on the host before prefill takes it. A check would make
+// the host wait for the device in the middle of every step. Other functions are still checked.
+// CHECK-LABEL: func.func @decode
+// CHECK-NOT:     torch.runtime.assert
+// CHECK:         torch.aten.embedding %arg0, %arg1
+// CHECK-LABEL: func.func @main
+// CHECK:         torch.runtime.assert
+// CHECK:         torch.aten.embedding %arg0, %arg1
+module attributes {kiln.calling_convention = "{\"functions\": [], \"generation\": {\"prefill\": \"prefill\", \"decode\": \"decode\"}}"} {
+  func.func @decode(%table: !torch.vtensor<[10,4],f32>, %ids: !torch.vtensor<[3],si64>) -> !torch.vtensor<[3,4],f32> {
+    %int-1 = torch.constant.int -1
+    %false = torch.constant.bool false
+    %0 = torch.aten.embedding %table, %ids, %int-1, %false, %false : !torch.vtensor<[10,4],f32>, !torch.vtensor<[3],si64>, !torch.int, !torch.bool, !torch.bool -> !torch.vtensor<[3,4],f32>
+    return %0 : !torch.vtensor<[3,4],f32>
+  }
+  func.func @main(%table: !torch.vtensor<[10,4],f32>, %ids: !torch.vtensor<[3],si64>) -> !torch.vtensor<[3,4],f32> {
+    %int-1 = torch.constant.int -1
+    %false = torch.constant.bool false
+    %0 = torch.aten.embedding %table, %ids, %int-1, %false, %false : !torch.vtensor<[10,4],f32>, !torch.vtensor<[3],si64>, !torch.int, !torch.bool, !torch.bool -> !torch.vtensor<[3,4],f32>
+    return %0 : !torch.vtensor<[3,4],f32>
+  }
+}
