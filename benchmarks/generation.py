@@ -196,7 +196,7 @@ def _synchronize(device: Any) -> None:
 
 def _time_kiln(module: Any, ids: Any, new_tokens: int) -> dict[str, Any]:
     """Prefill (best of 3) and a greedy decode of `new_tokens - 1` steps (after one warm-up generation)."""
-    from kiln.runtime.generation import prefill
+    from kiln.runtime.generation import prefill, stream
 
     stage = "prefill"  # warm-up, and a failure that names the function
     try:
@@ -214,14 +214,15 @@ def _time_kiln(module: Any, ids: Any, new_tokens: int) -> dict[str, Any]:
         token, _, position = prefill(module, ids)
         _synchronize(ids.device)
         prefill_s.append(time.perf_counter() - start)
-    tokens = [token]
-    start = time.perf_counter()
-    for _ in range(new_tokens - 1):
-        token, _, position = module.decode(token, position)
+    tokens: list[Any] = []  # decode timed as users generate: from the prompt's token to the last
+    for token in stream(module, ids, new_tokens):
+        if not tokens:
+            _synchronize(ids.device)
+            start = time.perf_counter()
         tokens.append(token)
     _synchronize(ids.device)
     decode = time.perf_counter() - start
-    return _rates(ids, min(prefill_s), decode, new_tokens, tokens)
+    return _rates(ids, min(prefill_s), decode, len(tokens), tokens)  # fewer where every row ended
 
 
 def _decode_kernels(module: Any, ids: Any, top: int = 20) -> list[dict[str, Any]]:
