@@ -6,7 +6,9 @@ writes [batch, seq, heads, dim]), nn.MultiheadAttention (its sequence-first resh
 in-projection read through strides too), and
 a cross-attention of 24 queries over 40 keys as SDPA takes it ([batch, heads, seq, dim]) with its own
 scale, and two masked self-attentions: a boolean padding mask over the keys ([batch, 1, 1, keys], as
-Hugging Face models pass one; the first image's first 30 keys masked) and an additive float mask. Sequences no kernel block divides. Takes `dtype` and
+Hugging Face models pass one; the first image's first 30 keys masked) and an additive float mask; and
+two of one query row, as a decode step attends (the last query over every key under the additive
+mask; the first, causal, which sees one key). Sequences no kernel block divides. Takes `dtype` and
 `batch` like the suite's model files.
 """
 
@@ -36,7 +38,9 @@ class Attention(nn.Module):
         padded = F.scaled_dot_product_attention(q, k, v, attn_mask=keep.expand(batch, 1, seq, seq))
         additive = F.scaled_dot_product_attention(q, k, v, attn_mask=x[:, None, None, :, 1] * 2.0)
         torch_mha, _ = self.mha(x, x, x, need_weights=False)
-        return causal, cross, padded, additive, torch_mha
+        step = F.scaled_dot_product_attention(q[:, :, -1:], k, v, attn_mask=x[:, None, None, :, 1] * 2.0)
+        first = F.scaled_dot_product_attention(q[:, :, :1], k, v, is_causal=True)
+        return causal, cross, padded, additive, torch_mha, step, first
 
 
 def get_model(dtype: str = "f32") -> nn.Module:

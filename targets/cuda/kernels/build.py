@@ -191,8 +191,10 @@ def stencil_constants(op: Conv2d | MaxPool2d, tiles: Tiles) -> dict[str, int | f
 
 
 def _compile_attention(attention: Attention, tiles: Tiles) -> Kernel:
-    """Tiles: block_m query rows and block_n keys per step (block_k unused)."""
-    if tiles.block_m % tiles.block_n:
+    """Tiles: block_m query rows and block_n keys per step (block_k unused); block_m 1 is
+    `kiln_attention_row`, a program a query row."""
+    row = tiles.block_m == 1
+    if not row and tiles.block_m % tiles.block_n:
         raise Unsupported(f"attention tiles {tiles.label}: the query block must be a multiple of the key block")
     sizes = dict(b=attention.batch, h=attention.heads, d=attention.head_dim)
     o = _strides(attention.out_layout, {**sizes, "s": attention.seq_q})
@@ -215,7 +217,8 @@ def _compile_attention(attention: Attention, tiles: Tiles) -> Kernel:
     )  # fmt: skip
     grid = (math.ceil(attention.seq_q / tiles.block_m), attention.batch * attention.heads, 1)
     pointers = ("q_ptr", "k_ptr", "v_ptr", *(("mask_ptr",) if attention.mask else ()), "o_ptr")
-    return _compile(_fixed("kiln_attention"), pointers, constants, attention, tiles, grid, "kiln_attn")
+    kernel = _fixed("kiln_attention_row" if row else "kiln_attention")
+    return _compile(kernel, pointers, constants, attention, tiles, grid, "kiln_attn")
 
 
 def _compile_rows(program: RowProgram, tiles: Tiles) -> Kernel:

@@ -86,11 +86,24 @@ def measured_on() -> str:
     return json.loads(MEASURED.read_text())["gpu"]
 
 
+# Attentions of fewer query rows than this run kiln_attention_row, a program a row: the flash kernel's
+# tl.dot computes 16 rows at least, and a program per head streams its keys alone.
+ROW_ATTENTION_BELOW = 16
+
+
 def attention_candidates(attention: Attention) -> list[Tiles]:
     """Attention configurations worth timing, the default first: `block_m` query rows a program,
     `block_n` keys a step (`block_k` is the head dimension, for the label). f32 runs three TF32
     products a step (tf32x3) and holds f32 tiles, so it takes smaller blocks."""
     d = attention.head_dim
+    if attention.seq_q < ROW_ATTENTION_BELOW:
+        # A decode step (one query row; or a GQA group's query heads as rows of their key/value head):
+        # kiln_attention_row, BLOCK_N keys of the head a step. The default (16,384 elements a step,
+        # 8 warps) was within 1.03x of the fastest of these on the H200 for the one-row decode
+        # attention of Llama-3.2-1B and 3.1-8B, and of the held-out Qwen2.5-0.5B, GPT-2 and Mistral-7B
+        # (4,096 positions), at batch 1 and 8; 1.04-2.3x faster than the flash kernel's 64 rows
+        # (benchmarks/attention_row_tiles.py, results/attention-row-h200.json).
+        return [Tiles(1, 16384 // d, d, 8, 2), Tiles(1, 8192 // d, d, 8, 1), Tiles(1, 8192 // d, d, 4, 2), Tiles(1, 4096 // d, d, 4, 2), Tiles(1, 8192 // d, d, 4, 3)]
     if attention.dtype == "f32":
         pool = [Tiles(64, 32, d, 4, 2), Tiles(64, 64, d, 4, 2), Tiles(128, 32, d, 8, 2), Tiles(64, 32, d, 4, 3), Tiles(32, 32, d, 4, 3)]
     else:

@@ -6,7 +6,7 @@ channels, the reduction runs over filter taps and channels), for any stride, pad
 any activation/weight layout (strides again). `kiln_depthwise_conv2d`: a depthwise convolution as a
 stencil of f32 FMAs over a tile of pixels by channels, or without weights a max pooling. `kiln_attention`: flash attention's forward pass
 (online softmax over key blocks), causal or masked or neither, reading and writing any [batch,
-heads, seq] strides. Every shape, stride and parameter is a `tl.constexpr`, so a compiled kernel's
+heads, seq] strides; `kiln_attention_row`, the same for one query row a program (a decode step). Every shape, stride and parameter is a `tl.constexpr`, so a compiled kernel's
 only launch parameters are its tensor pointers (build.py compiles them).
 
 The matmul and convolution sources are the ones an H100 run measured
@@ -353,3 +353,60 @@ def kiln_attention(
     out = tl.where(l_i[:, None] > 0, acc / l_i[:, None], 0.0)
     o_ptrs = o_ptr + batch * O_SB + head * O_SH + rows[:, None] * O_SS + dims[None, :]
     tl.store(o_ptrs, out.to(o_ptr.dtype.element_ty), mask=rows[:, None] < SEQ_Q)
+
+
+@triton.jit
+def kiln_attention_row(
+    q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr,
+    HEADS: tl.constexpr, SEQ_Q: tl.constexpr, SEQ_K: tl.constexpr, HEAD_DIM: tl.constexpr,
+    Q_SB: tl.constexpr, Q_SH: tl.constexpr, Q_SS: tl.constexpr,
+    K_SB: tl.constexpr, K_SH: tl.constexpr, K_SS: tl.constexpr,
+    V_SB: tl.constexpr, V_SH: tl.constexpr, V_SS: tl.constexpr,
+    O_SB: tl.constexpr, O_SH: tl.constexpr, O_SS: tl.constexpr,
+    Q_OFF: tl.constexpr, K_OFF: tl.constexpr, V_OFF: tl.constexpr,
+    M_SB: tl.constexpr, M_SH: tl.constexpr, M_SQ: tl.constexpr, M_SK: tl.constexpr, MASK: tl.constexpr,
+    QK_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
+):  # fmt: skip
+    """Attention for one query row a program (program_id 0; program_id 1 the batch and head), with
+    `kiln_attention`'s arguments and meaning: a decode step's (one query over the cached keys), where
+    the flash kernel's smallest tile computed 16 rows or more for one (tl.dot's least) and streamed
+    the keys 64 a step. Scores and the output are f32 FMAs over BLOCK_N keys a step (the exact
+    product: at least the precision PRECISION asks for); the softmax is the same online, base-2 one."""
+    row = tl.program_id(0)
+    batch = tl.program_id(1) // HEADS
+    head = tl.program_id(1) % HEADS
+    dims = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + Q_OFF + batch * Q_SB + head * Q_SH + row * Q_SS + dims).to(tl.float32) * QK_SCALE
+    k_base = k_ptr + K_OFF + batch * K_SB + head * K_SH
+    v_base = v_ptr + V_OFF + batch * V_SB + head * V_SH
+    mask_base = q_ptr  # not read without a mask
+    if MASK != 0:
+        mask_base = mask_ptr + batch * M_SB + head * M_SH + row * M_SQ
+    end = SEQ_K
+    if CAUSAL:
+        end = tl.minimum(row + 1, SEQ_K)
+    acc = tl.zeros((HEAD_DIM,), dtype=tl.float32)
+    m_i = tl.max(tl.full((BLOCK_N,), float("-inf"), dtype=tl.float32), 0)
+    l_i = tl.sum(tl.zeros((BLOCK_N,), dtype=tl.float32), 0)
+    for first in range(0, end, BLOCK_N):
+        cols = first + tl.arange(0, BLOCK_N)
+        valid = cols < end
+        safe_cols = tl.where(valid, cols, 0)
+        k = tl.load(k_base + safe_cols[:, None] * K_SS + dims[None, :]).to(tl.float32)
+        s = tl.sum(k * q[None, :], 1)
+        if MASK == 1:
+            valid = valid & (tl.load(mask_base + safe_cols * M_SK) != 0)
+        if MASK == 2:
+            s += tl.load(mask_base + safe_cols * M_SK).to(tl.float32) * 1.4426950408889634  # log2(e)
+        s = tl.where(valid, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 0))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.math.exp2(s - m_safe)
+        alpha = tl.math.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 0)
+        v = tl.load(v_base + safe_cols[:, None] * V_SS + dims[None, :]).to(tl.float32)
+        acc = acc * alpha + tl.sum(p[:, None] * v, 0)
+        m_i = m_new
+    out = tl.where(l_i > 0, acc / l_i, 0.0)
+    tl.store(o_ptr + batch * O_SB + head * O_SH + row * O_SS + dims, out.to(o_ptr.dtype.element_ty))
