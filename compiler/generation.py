@@ -35,6 +35,8 @@ from typing import Any
 
 import torch
 from torch import nn
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 from kiln.errors import KilnError
 from kiln.runtime.manifest import GenerationSpec
@@ -44,6 +46,7 @@ from .model_file import EntryPoint, GenerationOptions, ModelSpec
 STAGE = "load"
 CACHE = "kiln_kv"  # the submodule kiln adds to the model: its buffers are the artifact's state
 GREEDY_BLOCK = 256  # logits a block of the greedy argmax (_greedy): 128,256 = 501 blocks
+GROUPED_ATTENTION = "kiln_grouped_sdpa"  # the attention the functions trace with (_grouped_attention)
 
 
 class _KVBuffers(nn.Module):
@@ -148,6 +151,21 @@ def _step(model: nn.Module, input_ids: torch.Tensor, positions: torch.Tensor, la
     return _greedy(logits), logits
 
 
+def _grouped_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: torch.Tensor | None, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """transformers' SDPA attention, except that one query token attends over the key/value heads
+    themselves (GQA): the query heads of a group become rows of one head, as transformers' own
+    `pack_gqa` does outside torch.export, instead of the keys and values repeated to every query head
+    (`repeat_kv`: two copies of the cache's length a layer, and their dispatches, in every decode step)."""
+    groups = getattr(module, "num_key_value_groups", 1)
+    batch, heads, tokens, _ = query.shape
+    shared_mask = attention_mask is None or attention_mask.shape[1] == 1
+    if groups == 1 or tokens != 1 or not shared_mask or kwargs.get("dropout", 0.0) or kwargs.get("position_bias") is not None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, *args, **kwargs)
+    rows = query.reshape(batch, heads // groups, groups, query.shape[-1])
+    out = nn.functional.scaled_dot_product_attention(rows, key, value, attn_mask=attention_mask, scale=kwargs.get("scaling"))
+    return out.reshape(batch, heads, 1, value.shape[-1]).transpose(1, 2).contiguous(), None
+
+
 def _greedy(logits: torch.Tensor) -> torch.Tensor:
     """Each row's first index of its largest logit, as `argmax`, in two steps: within blocks of
     GREEDY_BLOCK logits, then across the blocks. IREE 3.13's CUDA code reduces one row's argmax in
@@ -200,6 +218,9 @@ def for_generation(spec: ModelSpec, options: GenerationOptions) -> ModelSpec:
     shape = (options.batch, kv_heads, options.max_seq_len, head_dim)
     dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
     model.add_module(CACHE, _KVCache(layers, shape, dtype))
+    if getattr(config, "_attn_implementation", None) == "sdpa":
+        AttentionInterface.register(GROUPED_ATTENTION, _grouped_attention)
+        model.set_attn_implementation(GROUPED_ATTENTION)
     model.kiln_prefill = MethodType(_prefill, model)
     model.kiln_decode = MethodType(_decode, model)
     chunk = min(options.prefill_chunk, options.max_seq_len)

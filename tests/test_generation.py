@@ -259,3 +259,19 @@ def test_cuda_commands_are_recorded_once_and_replayed(tmp_path: Path) -> None:
     hal = (tmp_path / "dumps" / "04-vmfb-11-hal.mlir").read_text()
     assert 'mode("None")' in hal and "mode(OneShot)" not in hal
     assert "__offset" not in hal
+
+
+def test_decode_attends_over_the_key_value_heads(tmp_path: Path) -> None:
+    """One token's attention runs over the key/value heads themselves, the query heads of each GQA group
+    as rows of theirs, not over keys and values repeated to every query head (transformers' repeat_kv:
+    two copies of the cache's length a layer, each decode step); on cuda, kiln's row kernel takes it."""
+    model_file = EXAMPLES / "llama" / "tiny_generate.py"
+    source = ModelSource(model_file, generation=GenerationOptions(32))
+    result = compile_file(source, CompileOptions(target="cuda", gpu_arch="sm_90"), tmp_path / "tiny.vmfb")
+    config = llama().build_causal_lm("tiny", VOCAB).config
+    kv_heads, groups = config.num_key_value_heads, config.num_attention_heads // config.num_key_value_heads
+    assert groups > 1
+    attention = {record["contraction"].split("-")[0]: record for record in result.compilation.compiled.manifest.kernels if record["contraction"].startswith("attn")}
+    decode = attention[f"attn1x{kv_heads}x{groups}x32x{config.head_dim}"]
+    assert decode["code"] == "kiln" and decode["tiles"].startswith("1x")
+    assert not any(name.startswith(f"attn1x{config.num_attention_heads}x1x") for name in attention)
