@@ -100,11 +100,18 @@ class Substitution:
 
     def splice(self, text: str) -> str:
         """`text` (the printed module) with each function that has a kernel replaced by the kernel's
-        executable and a body that dispatches it."""
-        for decision in self.decisions:
-            if decision.kernel is not None:
-                text = _splice(text, decision)
-        return text
+        executable and a body that dispatches it. The text is built once: with its weights inline it
+        is hundreds of MB (BERT-base's 426), and a copy per kernel took 8 s of a 38 s compile."""
+        spans = sorted(
+            ((*_function_span(text, decision.outlined.name), decision) for decision in self.decisions if decision.kernel is not None),
+            key=lambda span: span[0],
+        )
+        pieces, at = [], 0
+        for start, end, decision in spans:
+            pieces += [text[at:start], _definition(decision)]
+            at = end
+        pieces.append(text[at:])
+        return "".join(pieces)
 
     def notes(self) -> tuple[str, ...]:
         """One `note:` per reason a kernel could not be made, naming the contractions it applies to."""
@@ -196,15 +203,11 @@ def _decide(item: Outlined, chooser: Callable[[Contraction], Choice], make: Call
     return Decision(item, kernel, choice.why)
 
 
-def _splice(text: str, decision: Decision) -> str:
-    """`text` with the outlined function replaced by the kernel's executable and dispatching function."""
+def _definition(decision: Decision) -> str:
+    """What replaces the outlined function: the kernel's executable and a function dispatching it."""
     kernel, item = decision.kernel, decision.outlined
     assert kernel is not None
-    start, end = _function_span(text, item.name)
-    definition = executable(kernel, f"{item.name}_exe") + function(
-        kernel, item.name, f"{item.name}_exe", item.signature, item.contraction
-    )
-    return text[:start] + definition + text[end:]
+    return executable(kernel, f"{item.name}_exe") + function(kernel, item.name, f"{item.name}_exe", item.signature, item.contraction)
 
 
 def _function_span(text: str, name: str) -> tuple[int, int]:
