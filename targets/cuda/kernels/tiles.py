@@ -101,8 +101,10 @@ def attention_candidates(attention: Attention) -> list[Tiles]:
         # kiln_attention_row, BLOCK_N keys of the head a step. The default (16,384 elements a step,
         # 8 warps) was within 1.03x of the fastest of these on the H200 for the one-row decode
         # attention of Llama-3.2-1B and 3.1-8B, and of the held-out Qwen2.5-0.5B, GPT-2 and Mistral-7B
-        # (4,096 positions), at batch 1 and 8; 1.04-2.3x faster than the flash kernel's 64 rows
-        # (benchmarks/attention_row_tiles.py, results/attention-row-h200.json).
+        # (4,096 positions), at batch 1 and 8 (benchmarks/attention_row_tiles.py). Against the flash
+        # kernel's 64-row tile: head dim 64, 1.08-2.3x faster in both runs (results/attention-row-h200.json,
+        # attention-row-gqa-h200.json, GQA rows too); head dim 128 (Llama-8B, Mistral), 1.04-1.24x faster
+        # in the first and 0.84-0.95x in the second: no clear winner there.
         return [Tiles(1, 16384 // d, d, 8, 2), Tiles(1, 8192 // d, d, 8, 1), Tiles(1, 8192 // d, d, 4, 2), Tiles(1, 4096 // d, d, 4, 2), Tiles(1, 8192 // d, d, 4, 3)]
     if attention.dtype == "f32":
         pool = [Tiles(64, 32, d, 4, 2), Tiles(64, 64, d, 4, 2), Tiles(128, 32, d, 8, 2), Tiles(64, 32, d, 4, 3), Tiles(32, 32, d, 4, 3)]
