@@ -9,8 +9,9 @@ one run:
 - eager: transformers' forward over its `StaticCache`, a Python loop of one-token steps (greedy);
 - torch.compile of that step, default mode, and on CUDA `mode="reduce-overhead"` (CUDA graphs; the
   recipe of gpt-fast: `cudagraph_mark_step_begin()` before each step);
-- kiln, last (a failing artifact costs no peer's numbers): `prefill` once per prompt, then `decode`
-  steps, each taking the previous step's token and position.
+- kiln, last (a failing artifact costs no peer's numbers): `prefill` once per prompt (timed alone),
+  then decode as users generate, through `kiln.runtime.generation.stream` (each step takes the previous
+  step's token and position; the loop's end-of-sequence check included).
 
 Each reports decode tokens/s (rows included) and the share of the bound that memory sets (every
 weight read once per step, at the rate a device-to-device copy reaches in the same run), prefill
