@@ -35,8 +35,6 @@ from typing import Any
 
 import torch
 from torch import nn
-from transformers import AttentionInterface
-from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 from kiln.errors import KilnError
 from kiln.runtime.manifest import GenerationSpec
@@ -160,6 +158,8 @@ def _grouped_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor
     batch, heads, tokens, _ = query.shape
     shared_mask = attention_mask is None or attention_mask.shape[1] == 1
     if groups == 1 or tokens != 1 or not shared_mask or kwargs.get("dropout", 0.0) or kwargs.get("position_bias") is not None:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
         return sdpa_attention_forward(module, query, key, value, attention_mask, *args, **kwargs)
     rows = query.reshape(batch, heads // groups, groups, query.shape[-1])
     out = nn.functional.scaled_dot_product_attention(rows, key, value, attn_mask=attention_mask, scale=kwargs.get("scaling"))
@@ -219,6 +219,8 @@ def for_generation(spec: ModelSpec, options: GenerationOptions) -> ModelSpec:
     dtype = next((p.dtype for p in model.parameters() if p.is_floating_point()), torch.float32)
     model.add_module(CACHE, _KVCache(layers, shape, dtype))
     if getattr(config, "_attn_implementation", None) == "sdpa":
+        from transformers import AttentionInterface  # here: every compile imports this module, few generate
+
         AttentionInterface.register(GROUPED_ATTENTION, _grouped_attention)
         model.set_attn_implementation(GROUPED_ATTENTION)
     model.kiln_prefill = MethodType(_prefill, model)

@@ -275,3 +275,17 @@ def test_decode_attends_over_the_key_value_heads(tmp_path: Path) -> None:
     decode = attention[f"attn1x{kv_heads}x{groups}x32x{config.head_dim}"]
     assert decode["code"] == "kiln" and decode["tiles"].startswith("1x")
     assert not any(name.startswith(f"attn1x{config.num_attention_heads}x1x") for name in attention)
+
+
+def test_loading_a_model_that_does_not_generate_leaves_transformers_alone() -> None:
+    """Every model file's load imports compiler/generation.py; transformers (6 s to import here) only
+    when a model is compiled for generation, not for every compile."""
+    import subprocess
+    import sys
+
+    check = (
+        "import sys; from kiln.compiler.model_file import ModelSource; "
+        f"ModelSource({str(EXAMPLES / 'mlp.py')!r}).load(); assert 'transformers' not in sys.modules"
+    )
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
