@@ -6,7 +6,7 @@ wherever the index points: torch-mlir's bounds asserts sit inside the loop bodie
 drops them, so an out-of-range id gave garbage or a segfault (tests/reliability measured both).
 
 For each such op whose index tensor comes from a function argument (through views and casts),
-this adds one check over the whole index before the op:
+this adds one check over the whole index:
 
     torch.runtime.assert all((index >= low) & (index < size)), "<op> index out of range ..."
 
@@ -14,17 +14,26 @@ this adds one check over the whole index before the op:
 assert into a failed call (FAILED_PRECONDITION, with the message) as long as assertions are kept:
 kiln compiles a module that has them with --iree-opt-strip-assertions=false (targets/levers.py,
 KEEP_ASSERTIONS). Indices the model computes itself (positions, argmax, top-k) are in range by
-construction and are left alone: each check costs a reduction over the index and a wait for its result before the op.
+construction and are left alone.
 
-So are the functions of an artifact compiled with `--generate`: decode takes the token and position
+Where the assert goes matters on a GPU: the host reads the flag back, so it stops issuing the
+call's kernels until the device has caught up, and on CUDA it then took milliseconds to fill the
+queue again (a GPT-2 prefill's call: 6.1 ms, of which 3.5 ms of kernels). So an op that only reads
+(embedding, index_select, gather, `x[idx]`) of a dimension of known size reads a safe index
+instead (0 where the caller's is out of range), and its assert goes at the function's return,
+where the host waits for the call anyway. Writes (scatter, index_put) and dimensions of run-time
+size, which may be empty, keep the assert before the op.
+
+The functions of an artifact compiled with `--generate` are left unchecked: decode takes the token and position
 its previous call returned, and kiln.runtime.generation checks a prompt on the host before prefill
-takes it. There the wait would cost most of a decode step: the host would stop issuing the step's
-kernels at every check (four in a Llama's decode) until the device caught up.
+takes it. There a check would cost a reduction and a read-back every step, for inputs the artifact
+made itself.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from torch_mlir import ir
@@ -49,6 +58,11 @@ INDEXING = {
     "torch.aten.index_put.hacked_twin": (0, None, 1, True),
     "torch.aten._index_put_impl": (0, None, 1, True),
 }
+# Those of them that only read: an index out of range may be read as another (the call fails anyway),
+# so their check can wait for the end of the call.
+READS = frozenset(
+    f"torch.aten.{name}" for name in ("embedding", "index_select", "gather", "index.Tensor", "index.Tensor_hacked_twin")
+)
 # Ops that pass an argument's values through unchanged in kind: an index read through them is
 # still the caller's.
 PASS_THROUGH = frozenset(
@@ -68,17 +82,39 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
         if function.name != "func.func" or ir.StringAttr(function.attributes["sym_name"]).value in trusted:
             continue
         names = _input_names(convention, function)
-        checked: set[tuple[ir.Value, ir.Value, int]] = set()  # (index, indexed tensor, dimension) done
+        safe: dict[tuple[ir.Value, ir.Value, int], ir.Value | None] = {}  # (index, indexed, dim) -> its read-safe index
+        deferred: list[tuple[ir.Value, str]] = []  # (0-d all-in-range flag, message), asserted at the return
         for op in _ops_in(function):
-            if op.name in INDEXING:
-                for index, source, dim, wraps in _indices(op):
-                    argument = _argument_of(index)
-                    key = (index, source, dim)
-                    if argument is None or key in checked:
-                        continue
-                    checked.add(key)
+            if op.name not in INDEXING:
+                continue
+            replacements: dict[int, ir.Value] = {}  # dimension -> the read-safe index it reads instead
+            for index, source, dim, wraps in _indices(op):
+                argument = _argument_of(index)
+                if argument is None:
+                    continue
+                key = (index, source, dim)
+                if key not in safe:
                     name = names[argument] if argument < len(names) else f"argument {argument}"
-                    _check(op, index, source, dim, wraps, name)
+                    safe[key] = _check(op, index, source, dim, wraps, name, deferred)
+                if (replacement := safe[key]) is not None:
+                    replacements[dim] = replacement
+            if replacements:
+                _read_through(op, replacements)
+        if deferred:
+            _assert_at_return(function, deferred)
+
+
+def _read_through(op: ir.Operation, replacements: dict[int, ir.Value]) -> None:
+    """Make `op` read the replacement index tensors: for a list of indices (`x[i, j]`), a new list
+    of its own, as the old one may be another op's too."""
+    at = INDEXING[op.name][2]
+    operand = op.operands[at]
+    if not str(operand.type).startswith("!torch.list"):
+        (op.operands[at],) = replacements.values()
+        return
+    items = [replacements.get(dim, item) for dim, item in enumerate(_list_items(operand))]
+    with ir.InsertionPoint(op), op.location:
+        op.operands[at] = _create("torch.prim.ListConstruct", items, operand.type)
 
 
 def _indices(op: ir.Operation) -> list[tuple[ir.Value, ir.Value, int, bool]]:
@@ -114,34 +150,79 @@ def _argument_of(value: ir.Value) -> int | None:
         value = owner.operation.operands[0]
 
 
-def _check(op: ir.Operation, index: ir.Value, source: ir.Value, dim: int, wraps: bool, name: str) -> None:
-    """Insert, before `op`, the assert that every element of `index` indexes `source` along `dim`."""
+def _check(
+    op: ir.Operation, index: ir.Value, source: ir.Value, dim: int, wraps: bool, name: str,
+    deferred: list[tuple[ir.Value, str]],
+) -> ir.Value | None:
+    """Check, before `op`, that every element of `index` indexes `source` along `dim`.
+
+    Where `op` only reads and the dimension has a known size, the check is deferred: the index `op`
+    reads is made safe (an index out of range reads element 0 instead), the flag goes to `deferred`
+    for the assert at the return, and the safe index is returned. Otherwise the assert is here and
+    None is returned."""
     index_type, source_type = tensor_type(index.type), tensor_type(source.type)
     assert index_type is not None and source_type is not None
     static_size = source_type.shape[dim]
     where = _source_line(op.location)
     shown = op.name.removeprefix("torch.aten.")
+    extent = static_size if static_size is not None else f"the size of dimension {dim}"
+    bounds = f"[-{extent}, {extent})" if wraps else f"[0, {extent})"
+    message = f"{shown}{where}: input '{name}' holds an index outside {bounds}, the range it may index"
     with ir.InsertionPoint(op), op.location:
-        integer, boolean = ir.Type.parse("!torch.int"), ir.Type.parse("!torch.bool")
+        integer = ir.Type.parse("!torch.int")
         if static_size is not None:
-            size = _create("torch.constant.int", [], integer, value=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), static_size))
+            size = _integer(static_size)
         else:
-            dim_value = _create("torch.constant.int", [], integer, value=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim))
-            size = _create("torch.aten.size.int", [source, dim_value], integer)
-        if wraps:
-            low = _create("torch.aten.neg.int", [size], integer)
-        else:
-            low = _create("torch.constant.int", [], integer, value=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0))
+            size = _create("torch.aten.size.int", [source, _integer(dim)], integer)
+        low = _create("torch.aten.neg.int", [size], integer) if wraps else _integer(0)
         flags = vtensor(index_type.shape, "i1")
         at_least = _create("torch.aten.ge.Scalar", [index, low], flags)
         below = _create("torch.aten.lt.Scalar", [index, size], flags)
         inside = _create("torch.aten.bitwise_and.Tensor", [at_least, below], flags)
-        every = _create("torch.aten.all", [inside], vtensor([], "i1"))
-        holds = _create("torch.aten.Bool.Tensor", [every], boolean)
-        extent = static_size if static_size is not None else f"the size of dimension {dim}"
-        bounds = f"[-{extent}, {extent})" if wraps else f"[0, {extent})"
-        message = f"{shown}{where}: input '{name}' holds an index outside {bounds}, the range it may index"
-        ir.Operation.create("torch.runtime.assert", operands=[holds], attributes={"message": ir.StringAttr.get(message)})
+        every = _all(inside, index_type.shape)
+        if op.name in READS and static_size:
+            deferred.append((every, message))
+            zero = _create("torch.prim.NumToTensor.Scalar", [_integer(0)], vtensor([], "si64"))
+            return _create("torch.aten.where.self", [inside, index, zero], index.type)
+        _assert(every, message)
+    return None
+
+
+def _all(flags: ir.Value, shape: list[int | None]) -> ir.Value:
+    """all(flags), as rows first where the index has a known size: IREE 3.13 reduces a whole integer
+    tensor to one value on one GPU thread (275 us for GPT-2's 8x512 ids on an H200), a row each on
+    many. The rows: the largest divisor of the size up to its square root (64 of 64 for 4,096)."""
+    scalar = vtensor([], "i1")
+    if any(extent is None for extent in shape):
+        return _create("torch.aten.all", [flags], scalar)
+    size = math.prod(shape)
+    rows = max(divisor for divisor in range(1, math.isqrt(size) + 1) if size % divisor == 0)
+    if rows > 1:
+        grid = _create("torch.prim.ListConstruct", [_integer(rows), _integer(size // rows)], ir.Type.parse("!torch.list<int>"))
+        table = _create("torch.aten.view", [flags, grid], vtensor([rows, size // rows], "i1"))
+        false = _create("torch.constant.bool", [], ir.Type.parse("!torch.bool"), value=ir.BoolAttr.get(False))
+        flags = _create("torch.aten.all.dim", [table, _integer(1), false], vtensor([rows], "i1"))
+    return _create("torch.aten.all", [flags], scalar)
+
+
+def _assert_at_return(function: ir.Operation, deferred: list[tuple[ir.Value, str]]) -> None:
+    """The deferred asserts, just before the function returns: by then the host has issued all of
+    the call's work, and it waits for that anyway."""
+    (block,) = function.regions[0].blocks
+    terminator = list(block.operations)[-1]
+    with ir.InsertionPoint(terminator), terminator.location:
+        for every, message in deferred:
+            _assert(every, message)
+
+
+def _assert(every: ir.Value, message: str) -> None:
+    holds = _create("torch.aten.Bool.Tensor", [every], ir.Type.parse("!torch.bool"))
+    ir.Operation.create("torch.runtime.assert", operands=[holds], attributes={"message": ir.StringAttr.get(message)})
+
+
+def _integer(value: int) -> ir.Value:
+    attribute = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), value)
+    return _create("torch.constant.int", [], ir.Type.parse("!torch.int"), value=attribute)
 
 
 def _create(name: str, operands: list[ir.Value], result: ir.Type, **attributes: ir.Attribute) -> ir.Value:

@@ -205,8 +205,9 @@ def test_indices_in_range_match_eager(lookup):
 
 @pytest.mark.parametrize("bad", [50, 51, 10**6, 2**40, -1, -50])
 def test_indices_out_of_range_are_an_error(lookup, bad):
-    """Eager raises IndexError; the artifact checks before its lookup (passes/check_index_inputs.py)
-    instead of reading outside the table (garbage, or a segfault for a far index)."""
+    """Eager raises IndexError; the artifact reads a safe index and fails the call at its end
+    (passes/check_index_inputs.py) instead of reading outside the table (garbage, or a segfault for
+    a far index)."""
     module, model = lookup
     ids = torch.tensor([[1, 2, 3, 4, 5, 6]] * 4)
     ids[2, 3] = bad
