@@ -4,6 +4,7 @@ example model files, compile them, compare with eager, and say which devices are
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -57,3 +58,10 @@ def as_tuple(value: object) -> tuple[torch.Tensor, ...]:
     return value if isinstance(value, tuple) else (value,)  # type: ignore[return-value]
 
 
+
+
+def recorded_per_call(hal: str) -> list[str]:
+    """The command buffers IREE records again on every call, from an artifact's HAL dump: the
+    `memoize_apply` functions called with arguments (the call's buffers); one recorded once at load is
+    called from an initializer with none."""
+    return sorted(set(re.findall(r"util\.call @(\S+_memoize_apply)\((?!\))", hal)))

@@ -38,7 +38,8 @@ def executable(kernel: Kernel, name: str) -> str:
     ptx = kernel.ptx.encode() + b"\0"  # the driver loads PTX as a NUL-terminated string
     operands = len(kernel.contraction.operand_shapes())
     bindings = ",\n      ".join(
-        ["#hal.pipeline.binding<storage_buffer, ReadOnly>"] * operands + ["#hal.pipeline.binding<storage_buffer>"]
+        ['#hal.pipeline.binding<storage_buffer, "ReadOnly|Indirect">'] * operands
+        + ["#hal.pipeline.binding<storage_buffer, Indirect>"]
     )
     x, y, z = kernel.grid
     return f"""  hal.executable.source private @{name} <{{objects = #hal.executable.objects<{{
@@ -46,7 +47,7 @@ def executable(kernel: Kernel, name: str) -> str:
   }}>}}> {{
     hal.executable.export public @{kernel.entry} ordinal(0) layout(#hal.pipeline.layout<bindings = [
       {bindings}
-    ]>) count(%device: !hal.device) -> (index, index, index) {{
+    ], flags = Indirect>) count(%device: !hal.device) -> (index, index, index) {{
       %x = arith.constant {x} : index
       %y = arith.constant {y} : index
       %z = arith.constant {z} : index
