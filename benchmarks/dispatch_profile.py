@@ -9,7 +9,9 @@ ones made whole from their model files) on this machine:
   which kiln's runtime asks for in-process: run with LD_PRELOAD of a library that asks for it at
   start (arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)), or those cases fail.
 - CUDA: IREE 3.13's CUDA HAL has no profiling ("not implemented"), so the artifact is called
-  through kiln's runtime under torch.profiler, whose CUPTI activity sees IREE's kernels too.
+  through kiln's runtime under torch.profiler, whose CUPTI activity sees IREE's kernels too. The
+  timeline also says how long the device sat idle before each dispatch: a host that cannot keep up,
+  or waits on the device in the middle of a call, shows there.
 
     python benchmarks/dispatch_profile.py .device-carry/bench-cpu --only 'gpt2_block-*-large' --threads 16
 
@@ -110,12 +112,21 @@ def profile_on_cuda(function: Callable[..., object], inputs: tuple[torch.Tensor,
         for _ in range(calls):
             function(*inputs)
         torch.cuda.synchronize()
+    kernels = sorted(
+        (event.time_range.start, event.time_range.end, event.name)
+        for event in profiler.events()
+        if event.device_type == torch.autograd.DeviceType.CUDA
+    )
     totals: dict[str, list[int]] = {}
-    for event in profiler.events():
-        if event.device_type == torch.autograd.DeviceType.CUDA:
-            total = totals.setdefault(event.name, [0, 0])
-            total[0] += 1
-            total[1] += int(event.time_range.elapsed_us() * 1000)
+    idle: dict[str, int] = {}  # the device's idle time just before each dispatch, by its name
+    last_end = None
+    for start, end, name in kernels:
+        total = totals.setdefault(name, [0, 0])
+        total[0] += 1
+        total[1] += int((end - start) * 1000)
+        if last_end is not None and start > last_end:
+            idle[name] = idle.get(name, 0) + int((start - last_end) * 1000)
+        last_end = end if last_end is None else max(last_end, end)
     return {
         "calls": calls,
         "call_ms": per_call / 1e6,
@@ -123,6 +134,7 @@ def profile_on_cuda(function: Callable[..., object], inputs: tuple[torch.Tensor,
             ({"name": name, "count": count, "total_ns": ns} for name, (count, ns) in totals.items()),
             key=lambda group: -group["total_ns"],
         ),
+        "idle_before": sorted(({"name": name, "idle_ns": ns} for name, ns in idle.items()), key=lambda gap: -gap["idle_ns"]),
     }
 
 
@@ -135,6 +147,11 @@ def report(name: str, profile: dict, top: int) -> str:
         lines.append(
             f"  {per_call:9.3f} ms {group['total_ns'] / total:6.1%} x{group['count'] // calls:<3} {group['name']}"
         )
+    gaps = profile.get("idle_before", [])
+    if gaps:  # CUDA: where the device waited between dispatches (the host's launches, or a wait on it)
+        idle = sum(gap["idle_ns"] for gap in gaps) / calls / 1e6
+        lines.append(f"  idle between dispatches {idle:.3f} ms a call (the first of a call's includes the time between calls); most before:")
+        lines.extend(f"  {gap['idle_ns'] / calls / 1e6:9.3f} ms idle before {gap['name']}" for gap in gaps[:5])
     return "\n".join(lines)
 
 
