@@ -208,6 +208,13 @@ def kiln_conv2d(
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < K_OUT))
 
 
+# Filters of more taps than this loop over their rows at run time: unrolled whole, a 7x7 filter's 49
+# tile loads were all in flight at once and ptxas spilled (ConvNeXt's 96-channel 7x7: 7.8 KB of
+# spill stores a thread, 2.4 ms a call on the H200 against Inductor's whole model at 10 ms); 5x5
+# filters unrolled need at most 238 registers and spill nothing (ptxas -v, sm_90a).
+UNROLLED_TAPS = tl.constexpr(25)
+
+
 @triton.jit
 def kiln_depthwise_conv2d(
     x_ptr, w_ptr, scale_ptr, shift_ptr, y_ptr,
@@ -237,22 +244,36 @@ def kiln_depthwise_conv2d(
         acc = tl.full((BLOCK_M, BLOCK_N), float("-inf"), dtype=tl.float32)
     else:
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for r in tl.static_range(R):
-        for s in tl.static_range(S):
-            h = h0 + r * DIL_H
-            w = w0 + s * DIL_W
-            inside = (rows < M) & (h >= 0) & (h < H) & (w >= 0) & (w < W)
-            x_ptrs = x_rows[:, None] + (h * X_SH + w * X_SW)[:, None] + cols[None, :] * X_SC
-            if w_ptr is None:
-                x = tl.load(x_ptrs, mask=inside[:, None] & live[None, :], other=float("-inf"))
-                acc = tl.maximum(acc, x.to(tl.float32), propagate_nan=tl.PropagateNan.ALL)  # as PyTorch does
-            else:
-                x = tl.load(x_ptrs, mask=inside[:, None] & live[None, :], other=0.0)
-                tap = tl.load(w_ptr + cols * W_SC + r * W_SR + s * W_SS, mask=live, other=0.0)
-                acc += x.to(tl.float32) * tap.to(tl.float32)[None, :]
+    if R * S <= UNROLLED_TAPS:
+        for r in tl.static_range(R):
+            acc = _filter_row(acc, x_rows, w_ptr, rows, cols, live, h0 + r * DIL_H, w0, r, M, H, W, S, DIL_W, X_SC, X_SH, X_SW, W_SC, W_SR, W_SS)
+    else:
+        for r in range(R):
+            acc = _filter_row(acc, x_rows, w_ptr, rows, cols, live, h0 + r * DIL_H, w0, r, M, H, W, S, DIL_W, X_SC, X_SH, X_SW, W_SC, W_SR, W_SS)
     acc = _channel_epilogue(acc, tl.where(live, cols, 0), scale_ptr, shift_ptr, CLAMP_LO, CLAMP_HI)
     y_ptrs = y_ptr + (image * Y_SN + p * Y_SP + q * Y_SQ)[:, None] + cols[None, :] * Y_SC
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=(rows[:, None] < M) & live[None, :])
+
+
+@triton.jit
+def _filter_row(
+    acc, x_rows, w_ptr, rows, cols, live, h, w0, r, M: tl.constexpr, H: tl.constexpr, W: tl.constexpr,
+    S: tl.constexpr, DIL_W: tl.constexpr, X_SC: tl.constexpr, X_SH: tl.constexpr, X_SW: tl.constexpr,
+    W_SC: tl.constexpr, W_SR: tl.constexpr, W_SS: tl.constexpr,
+):  # fmt: skip
+    """The S taps of filter row `r` (input row `h`) into `acc`: kiln_depthwise_conv2d's inner loop."""
+    for s in tl.static_range(S):
+        w = w0 + s * DIL_W
+        inside = (rows < M) & (h >= 0) & (h < H) & (w >= 0) & (w < W)
+        x_ptrs = x_rows[:, None] + (h * X_SH + w * X_SW)[:, None] + cols[None, :] * X_SC
+        if w_ptr is None:
+            x = tl.load(x_ptrs, mask=inside[:, None] & live[None, :], other=float("-inf"))
+            acc = tl.maximum(acc, x.to(tl.float32), propagate_nan=tl.PropagateNan.ALL)  # as PyTorch does
+        else:
+            x = tl.load(x_ptrs, mask=inside[:, None] & live[None, :], other=0.0)
+            tap = tl.load(w_ptr + cols * W_SC + r * W_SR + s * W_SS, mask=live, other=0.0)
+            acc += x.to(tl.float32) * tap.to(tl.float32)[None, :]
+    return acc
 
 
 @triton.jit
