@@ -16,9 +16,11 @@ kiln compiles a module that has them with --iree-opt-strip-assertions=false (tar
 KEEP_ASSERTIONS). Indices the model computes itself (positions, argmax, top-k) are in range by
 construction and are left alone.
 
-Where the assert goes matters on a GPU: the host reads the flag back, so it stops issuing the
-call's kernels until the device has caught up, and on CUDA it then took milliseconds to fill the
-queue again (a GPT-2 prefill's call: 6.1 ms, of which 3.5 ms of kernels). So an op that only reads
+Where the assert goes matters on a GPU: the host reads the flag back, so an assert before the op
+stops the host issuing the rest of the call until the device has caught up. (The milliseconds a
+checked CUDA call used to lose were IREE's allocator, not this wait: runtime/devices.py. Moving the
+assert changed GPT-2's call time on the H200 within noise; it was measured only while that cost was
+still there.) So an op that only reads
 (embedding, index_select, gather, `x[idx]`) of a dimension of known size reads a safe index
 instead (0 where the caller's is out of range), and its assert goes at the function's return,
 where the host waits for the call anyway. Writes (scatter, index_put) and dimensions of run-time

@@ -58,8 +58,6 @@ def as_tuple(value: object) -> tuple[torch.Tensor, ...]:
     return value if isinstance(value, tuple) else (value,)  # type: ignore[return-value]
 
 
-
-
 def recorded_per_call(hal: str) -> list[str]:
     """The command buffers IREE records again on every call, from an artifact's HAL dump: the
     `memoize_apply` functions called with arguments (the call's buffers); one recorded once at load is
