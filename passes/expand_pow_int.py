@@ -2,7 +2,7 @@
 
 torch-to-linalg lowers pow on floats only ("unimplemented: non-floating point dtype"). Integer
 powers are exact as repeated squaring: x^5 = (x^2)^2 * x, with the same wrap-around on overflow
-as PyTorch's integer pow. (expand-pow-square already turns x^2 of any dtype into x * x.)
+as PyTorch's integer pow. (expand-pow-small already turns x^2 and x^3 of any dtype into products.)
 """
 
 from __future__ import annotations

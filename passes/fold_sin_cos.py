@@ -1,6 +1,6 @@
 """fold-sin-cos: `sin(x)^2 + cos(x)^2` becomes a literal tensor of ones.
 
-The square may be written `pow(s, 2)` or `s * s` (as expand-pow-square leaves it), in either
+The square may be written `pow(s, 2)` or `s * s` (as expand-pow-small leaves it), in either
 order, and `add` must have alpha 1. The result type (shape and dtype) is kept: the ones have the
 add's type. Needs a static shape (the ones are a literal). For finite x the identity holds up to
 rounding; for inf or NaN eager PyTorch gives NaN and the fold gives 1, which no finite input can

@@ -30,7 +30,7 @@ STAGE = "target"
 # Not on the CPU: there IREE fuses the slice into the convolution as a strided read and the dispatch
 # runs 20-200x slower (ResNet-18's downsampling shortcuts: the whole f32 model 3x slower), where the
 # strided convolution itself compiles well.
-SLICE_STRIDED_POINTWISE_CONV = PassPlacement("simplified", "expand-pow-square", ("slice-strided-pointwise-conv",))
+SLICE_STRIDED_POINTWISE_CONV = PassPlacement("simplified", "expand-pow-small", ("slice-strided-pointwise-conv",))
 
 
 def iree_code_only(options: CompileOptions, arch: ArchChoice | None, handoff: str) -> Choices:

@@ -60,7 +60,7 @@ CASES: dict[str, tuple[Callable[..., object], tuple[Callable[[], torch.Tensor], 
         (lambda: floats(4, 8), lambda: floats(2, 3, 4)),
     ),
     "fold-reshape-chain": (lambda x: x.reshape(32).view(8, 4).unsqueeze(0).squeeze(0) + 1, (lambda: floats(4, 8),)),
-    "expand-pow-square": (lambda x, y: x**2 + y.pow(2), (lambda: floats(4, 8), lambda: floats(4, 8))),
+    "expand-pow-small": (lambda x, y: x**2 + y.pow(2) * y.pow(3.0), (lambda: floats(4, 8), lambda: floats(4, 8))),
     "slice-strided-pointwise-conv": (  # a downsampling shortcut of odd size, as in ResNet, fed by another op
         lambda x, w: (F.conv2d(torch.relu(x + 1), w, stride=(2, 3)), F.conv3d(x.unsqueeze(2), w.unsqueeze(2), stride=2)),
         (lambda: floats(2, 8, 7, 9), lambda: floats(16, 8, 1, 1)),

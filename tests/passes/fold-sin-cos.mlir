@@ -17,7 +17,7 @@ func.func @pow_squares(%x: !torch.vtensor<[4,8],f32>) -> !torch.vtensor<[4,8],f3
 
 // -----
 
-// cos first, squares as products (what expand-pow-square leaves), f16: ones in f16.
+// cos first, squares as products (what expand-pow-small leaves), f16: ones in f16.
 // CHECK-LABEL: func.func @mul_squares_cos_first
 // CHECK-NEXT:    %[[ONES:.*]] = torch.vtensor.literal(dense<1.000000e+00> : tensor<3xf16>) : !torch.vtensor<[3],f16>
 // CHECK-NEXT:    return %[[ONES]]
