@@ -21,7 +21,7 @@ from testkit import EXAMPLES, ROOT
 from kiln.cli.main import kiln
 from kiln.compiler import CompileOptions
 from kiln.measure import thin
-from kiln.measure.bench import check_numerics
+from kiln.measure.bench import against_f32, check_numerics
 from kiln.measure.contractions import shape_of
 from kiln.measure.results import (
     SCHEMA,
@@ -115,6 +115,26 @@ def test_numerics_take_the_worst_output_and_a_tolerance_by_dtype():
     bf16 = want.bfloat16()
     assert check_numerics((bf16.float().bfloat16(),), (bf16,)).tolerance == 3e-2
     assert not check_numerics((torch.tensor([1, 2]),), (torch.tensor([1, 3]),)).ok  # integers: exact
+
+
+def test_a_16_bit_model_far_from_its_f32_self_is_held_to_the_f32_model():
+    """T5 in bf16: eager's and kiln's outputs are each ~0.27 from the f32 model's and 0.26 from each
+    other, beyond bf16's 3e-2; kiln then passes if it is no further from f32 than eager (x1.25)."""
+    torch.manual_seed(0)
+    reference = torch.randn(64, 64)
+    eager = (reference + 0.25 * torch.randn(64, 64)).bfloat16()
+    kiln_like = (reference + 0.25 * torch.randn(64, 64)).bfloat16()  # as far from f32, not from eager
+    failed = check_numerics((kiln_like,), (eager,))
+    assert not failed.ok
+    decided = against_f32(failed, (kiln_like,), (eager,), (reference,))
+    assert decided.ok and decided.rel_l2_error == failed.rel_l2_error
+    kiln_error, eager_error = decided.f32_rel_l2
+    assert 0.2 < kiln_error < 0.3 and 0.2 < eager_error < 0.3
+    worse = (reference + 0.5 * torch.randn(64, 64)).bfloat16()  # twice as far from f32 as eager
+    assert not against_f32(check_numerics((worse,), (eager,)), (worse,), (eager,), (reference,)).ok
+    report = Report("cuda", "h200", "2026-01-01T00:00:00Z", "x", {}, {}, {}, (case("t5-bf16-small", "bf16", 1.0, 1.0, 1.0, decided),))
+    assert Report.from_json(report.to_json()) == report  # the pair survives JSON as a pair
+    assert f"from f32: kiln {kiln_error:.1e}, eager {eager_error:.1e}" in report_markdown(report)
 
 
 # ---------------------------------------------------------------------------------------------------

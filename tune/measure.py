@@ -75,7 +75,7 @@ class Measurement:
     @staticmethod
     def from_dict(data: dict[str, Any]) -> Measurement:
         timing = Timing(**data["timing"]) if data.get("timing") else None
-        numerics = Numerics(**data["numerics"]) if data.get("numerics") else None
+        numerics = Numerics.loaded(data["numerics"]) if data.get("numerics") else None
         return Measurement(data["name"], data["compile_s"], timing, numerics, data.get("error"), data.get("same_as"))
 
 
