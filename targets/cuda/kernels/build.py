@@ -196,6 +196,14 @@ def _compile_attention(attention: Attention, tiles: Tiles) -> Kernel:
     row = tiles.block_m == 1
     if not row and tiles.block_m % tiles.block_n:
         raise Unsupported(f"attention tiles {tiles.label}: the query block must be a multiple of the key block")
+    grid = (math.ceil(attention.seq_q / tiles.block_m), attention.batch * attention.heads, 1)
+    pointers = ("q_ptr", "k_ptr", "v_ptr", *(("mask_ptr",) if attention.mask else ()), "o_ptr")
+    kernel = _fixed("kiln_attention_row" if row else "kiln_attention")
+    return _compile(kernel, pointers, attention_constants(attention, tiles), attention, tiles, grid, "kiln_attn")
+
+
+def attention_constants(attention: Attention, tiles: Tiles) -> dict[str, int | float | bool | str]:
+    """The attention kernels' constant arguments: sizes, strides, mask, scale, causality, tiles."""
     sizes = dict(b=attention.batch, h=attention.heads, d=attention.head_dim)
     o = _strides(attention.out_layout, {**sizes, "s": attention.seq_q})
     if attention.layout == "strided":  # each operand its own window of its source
@@ -206,7 +214,7 @@ def _compile_attention(attention: Attention, tiles: Tiles) -> Kernel:
         q = _strides(attention.layout, {**sizes, "s": attention.seq_q})
         k = v = _strides(attention.layout, {**sizes, "s": attention.seq_k})
     mask = _broadcast_strides(attention.mask_shape) if attention.mask else (0, 0, 0, 0)
-    constants = dict(
+    return dict(
         HEADS=attention.heads, SEQ_Q=attention.seq_q, SEQ_K=attention.seq_k, HEAD_DIM=attention.head_dim,
         Q_SB=q["b"], Q_SH=q["h"], Q_SS=q["s"], K_SB=k["b"], K_SH=k["h"], K_SS=k["s"],
         V_SB=v["b"], V_SH=v["h"], V_SS=v["s"], O_SB=o["b"], O_SH=o["h"], O_SS=o["s"],
@@ -215,10 +223,6 @@ def _compile_attention(attention: Attention, tiles: Tiles) -> Kernel:
         QK_SCALE=attention.scale * math.log2(math.e), CAUSAL=attention.causal,
         BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, PRECISION=attention.precision or "ieee",
     )  # fmt: skip
-    grid = (math.ceil(attention.seq_q / tiles.block_m), attention.batch * attention.heads, 1)
-    pointers = ("q_ptr", "k_ptr", "v_ptr", *(("mask_ptr",) if attention.mask else ()), "o_ptr")
-    kernel = _fixed("kiln_attention_row" if row else "kiln_attention")
-    return _compile(kernel, pointers, constants, attention, tiles, grid, "kiln_attn")
 
 
 def _compile_rows(program: RowProgram, tiles: Tiles) -> Kernel:

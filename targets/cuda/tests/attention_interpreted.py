@@ -1,0 +1,69 @@
+"""kiln_attention run by Triton's interpreter on the CPU (TRITON_INTERPRET=1, set before Triton is
+imported: a script of its own, which test_cuda_kernels.py runs) against PyTorch's attention, with the
+masks decoders bring: causal and sliding-window byte masks, padding (a row that keeps nothing), an
+additive -inf mask, a mask with causal as well, and the same shapes without a mask. Exits non-zero on
+a mismatch."""
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+import torch
+import torch.nn.functional as F
+
+from kiln.targets.cuda.kernels import triton_source
+from kiln.targets.cuda.kernels.build import attention_constants
+from kiln.targets.cuda.kernels.contraction import Attention
+from kiln.targets.cuda.kernels.tiles import Tiles
+
+BATCH, HEADS, SEQ, DIM = 2, 2, 40, 16
+TILES = Tiles(16, 8, 1, 4, 1)  # 16 query rows, 8 keys a block: 5 key blocks, 3 query blocks (the last partial)
+
+
+def _masks() -> dict[str, tuple[torch.Tensor | None, bool]]:
+    """name -> (mask [batch or 1, 1, seq, seq], causal)."""
+    q, k = torch.arange(SEQ)[:, None], torch.arange(SEQ)[None, :]
+    causal = (k <= q)[None, None]
+    window = causal & (k > q - 12)[None, None]  # each query sees its 12 latest keys
+    padded = causal.expand(BATCH, 1, SEQ, SEQ).clone()
+    padded[1, :, :, 30:] = False  # the second sequence's last ten keys are padding
+    padded[1, :, 3, :] = False  # and one query row keeps nothing
+    additive = torch.zeros(1, 1, SEQ, SEQ).masked_fill(~window, float("-inf"))
+    return {
+        "causal mask": (causal, False), "sliding window": (window, False), "padding": (padded, False),
+        "additive -inf": (additive, False), "window and causal": (window, True), "no mask": (None, False),
+    }  # fmt: skip
+
+
+def run(mask: torch.Tensor | None, causal: bool, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    kind = "" if mask is None else ("bool" if mask.dtype == torch.bool else "f32")
+    shape = () if mask is None else tuple(mask.shape)
+    op = Attention(BATCH, HEADS, SEQ, SEQ, DIM, "f32", causal, DIM**-0.5, "ieee", mask=kind, mask_shape=shape)
+    out = torch.empty_like(q)
+    given = None if mask is None else (mask.to(torch.int8) if kind == "bool" else mask).contiguous()
+    grid = (-(-SEQ // TILES.block_m), BATCH * HEADS)
+    triton_source.kiln_attention[grid](q, k, v, given, out, **attention_constants(op, TILES))
+    return out
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(BATCH, HEADS, SEQ, DIM) for _ in range(3))
+    failures = []
+    for name, (mask, causal) in _masks().items():
+        if mask is not None and mask.dtype == torch.bool:
+            scores = torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))
+        else:
+            scores = mask
+        want = F.scaled_dot_product_attention(q, k, v, attn_mask=scores, is_causal=causal and mask is None)
+        if causal and mask is not None:
+            want = F.scaled_dot_product_attention(q, k, v, attn_mask=scores.masked_fill(torch.ones(SEQ, SEQ).triu(1).bool(), float("-inf")))
+        want = torch.nan_to_num(want, nan=0.0)  # a row that keeps nothing: PyTorch's math path gives NaN, the kernel 0
+        error = (run(mask, causal, q, k, v) - want).abs().max().item()
+        print(f"{name}: max abs error {error:.1e}")
+        failures += [name] if error > 1e-4 else []
+    raise SystemExit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
