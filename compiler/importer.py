@@ -1,7 +1,9 @@
 """Import: the ExportedProgram becomes torch-dialect MLIR made of `torch.aten.*` ops.
 
 torch-mlir's FX importer does the work. Before it, the program is decomposed with torch-mlir's
-own decomposition table (the ops its lowerings expect) and kiln's additions (decompositions.py). Weights are inlined as literals, or, when
+own decomposition table (the ops its lowerings expect) and kiln's additions (decompositions.py);
+attention masks that are causal masks computed from constants become the is_causal flag
+(causal_masks.py). Weights are inlined as literals, or, when
 externalized, lifted into named parameters (see weights.py).
 """
 
@@ -23,6 +25,7 @@ from torch_mlir.extras.fx_importer import FxImporter, GraphNodeImporter
 from kiln.errors import KilnError
 
 from .boundary import ELEMENT_TYPES
+from .causal_masks import causal_masks_as_flags
 from .decompositions import attention_masks_at_full_batch, kiln_decompositions, real_ffts_as_matmuls
 from .weights import Parameters, WeightHooks
 
@@ -111,6 +114,7 @@ def import_program(
     try:
         for name, program in programs.items():
             real_ffts_as_matmuls(program)
+            causal_masks_as_flags(program)
             fused = keep_fused and fused_attention_kept(program, fused_dtypes, takes_attention)
             if fused:
                 attention_masks_at_full_batch(program)
