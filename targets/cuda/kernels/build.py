@@ -212,7 +212,7 @@ def attention_constants(attention: Attention, tiles: Tiles) -> dict[str, int | f
     else:
         offsets = (0, 0, 0)
         q = _strides(attention.layout, {**sizes, "s": attention.seq_q})
-        k = v = _strides(attention.layout, {**sizes, "s": attention.seq_k})
+        k = v = _strides(attention.layout, {**sizes, "h": attention.kv_heads, "s": attention.seq_k})
     mask = _broadcast_strides(attention.mask_shape) if attention.mask else (0, 0, 0, 0)
     return dict(
         HEADS=attention.heads, SEQ_Q=attention.seq_q, SEQ_K=attention.seq_k, HEAD_DIM=attention.head_dim,
@@ -220,7 +220,7 @@ def attention_constants(attention: Attention, tiles: Tiles) -> dict[str, int | f
         V_SB=v["b"], V_SH=v["h"], V_SS=v["s"], O_SB=o["b"], O_SH=o["h"], O_SS=o["s"],
         Q_OFF=offsets[0], K_OFF=offsets[1], V_OFF=offsets[2],
         M_SB=mask[0], M_SH=mask[1], M_SQ=mask[2], M_SK=mask[3], MASK={"": 0, "bool": 1}.get(attention.mask, 2),
-        QK_SCALE=attention.scale * math.log2(math.e), CAUSAL=attention.causal,
+        QK_SCALE=attention.scale * math.log2(math.e), CAUSAL=attention.causal, KV_GROUP=attention.kv_group,
         BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, PRECISION=attention.precision or "ieee",
     )  # fmt: skip
 

@@ -280,16 +280,25 @@ class Attention:
     # head dimension contiguous (targets/cuda/passes/strided_views.py): nothing is copied to lay them out.
     sources: tuple[tuple[int, ...], ...] = ()
     views: tuple[tuple[int, ...], ...] = ()
+    # Grouped heads (GQA; MQA: all of them): this many query heads share each key/value head, and K
+    # and V have heads // kv_group heads, read where they are rather than repeated for every query head.
+    kv_group: int = 1
 
     @property
     def out_dtype(self) -> str:
         return self.dtype
 
+    @property
+    def kv_heads(self) -> int:
+        return self.heads // self.kv_group
+
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
         if self.layout == "strided":
             qkv: tuple[tuple[int, ...], ...] = self.sources
         else:
-            qkv = tuple(self._shape(self.layout, seq) for seq in (self.seq_q, self.seq_k, self.seq_k))
+            q = self._shape(self.layout, self.seq_q)
+            kv = self._shape(self.layout, self.seq_k, self.kv_heads)
+            qkv = (q, kv, kv)
         return (*qkv, self.mask_shape) if self.mask else qkv
 
     def operand_dtypes(self) -> tuple[str, ...]:
@@ -299,10 +308,11 @@ class Attention:
     def result_shape(self) -> tuple[int, ...]:
         return self._shape(self.out_layout, self.seq_q)
 
-    def _shape(self, layout: str, seq: int) -> tuple[int, ...]:
+    def _shape(self, layout: str, seq: int, heads: int | None = None) -> tuple[int, ...]:
+        heads = self.heads if heads is None else heads
         if layout == "bshd":
-            return (self.batch, seq, self.heads, self.head_dim)
-        return (self.batch, self.heads, seq, self.head_dim)
+            return (self.batch, seq, heads, self.head_dim)
+        return (self.batch, heads, seq, self.head_dim)
 
     @property
     def flops(self) -> int:
@@ -316,7 +326,8 @@ class Attention:
     def label(self) -> str:
         mask = f"-mask{'x'.join(map(str, self.mask_shape))}{self.mask}" if self.mask else ""
         views = "".join(f"-v{'_'.join(map(str, view))}" for view in self.views)
-        return f"{self.shape_key}-{self.layout}-{self.out_layout}{mask}{views}"
+        grouped = f"-kv{self.kv_heads}" if self.kv_group > 1 else ""
+        return f"{self.shape_key}{grouped}-{self.layout}-{self.out_layout}{mask}{views}"
 
     @property
     def shape_key(self) -> str:

@@ -327,7 +327,7 @@ def kiln_attention(
     O_SB: tl.constexpr, O_SH: tl.constexpr, O_SS: tl.constexpr,
     Q_OFF: tl.constexpr, K_OFF: tl.constexpr, V_OFF: tl.constexpr,
     M_SB: tl.constexpr, M_SH: tl.constexpr, M_SQ: tl.constexpr, M_SK: tl.constexpr, MASK: tl.constexpr,
-    QK_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
+    QK_SCALE: tl.constexpr, CAUSAL: tl.constexpr, KV_GROUP: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
 ):  # fmt: skip
     """Flash attention, forward: BLOCK_M query rows of one (batch, head) (program_id 0, program_id 1),
@@ -338,7 +338,8 @@ def kiln_attention(
     strides, 0 along the dimensions it broadcasts; with one every block is masked. A row no score is
     kept in comes out 0 (PyTorch's safe softmax), not NaN. Every dimension's stride is a constant; the
     head dimension's is 1. Q, K and V start *_OFF elements into their buffers (one packed QKV tensor
-    given three times)."""
+    given three times). Grouped heads (GQA, MQA): KV_GROUP query heads share a key/value head, read
+    where it is rather than repeated."""
     tile_m = tl.program_id(0)
     batch = tl.program_id(1) // HEADS
     head = tl.program_id(1) % HEADS
@@ -346,8 +347,8 @@ def kiln_attention(
     dims = tl.arange(0, HEAD_DIM)
     safe_rows = tl.where(rows < SEQ_Q, rows, 0)  # rows past the end read row 0 and are never stored
     q = tl.load(q_ptr + Q_OFF + batch * Q_SB + head * Q_SH + safe_rows[:, None] * Q_SS + dims[None, :])
-    k_base = k_ptr + K_OFF + batch * K_SB + head * K_SH
-    v_base = v_ptr + V_OFF + batch * V_SB + head * V_SH
+    k_base = k_ptr + K_OFF + batch * K_SB + (head // KV_GROUP) * K_SH
+    v_base = v_ptr + V_OFF + batch * V_SB + (head // KV_GROUP) * V_SH
     acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
@@ -386,7 +387,7 @@ def kiln_attention_row(
     O_SB: tl.constexpr, O_SH: tl.constexpr, O_SS: tl.constexpr,
     Q_OFF: tl.constexpr, K_OFF: tl.constexpr, V_OFF: tl.constexpr,
     M_SB: tl.constexpr, M_SH: tl.constexpr, M_SQ: tl.constexpr, M_SK: tl.constexpr, MASK: tl.constexpr,
-    QK_SCALE: tl.constexpr, CAUSAL: tl.constexpr,
+    QK_SCALE: tl.constexpr, CAUSAL: tl.constexpr, KV_GROUP: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr,
 ):  # fmt: skip
     """Attention for one query row a program (program_id 0; program_id 1 the batch and head), with
@@ -399,8 +400,8 @@ def kiln_attention_row(
     head = tl.program_id(1) % HEADS
     dims = tl.arange(0, HEAD_DIM)
     q = tl.load(q_ptr + Q_OFF + batch * Q_SB + head * Q_SH + row * Q_SS + dims).to(tl.float32) * QK_SCALE
-    k_base = k_ptr + K_OFF + batch * K_SB + head * K_SH
-    v_base = v_ptr + V_OFF + batch * V_SB + head * V_SH
+    k_base = k_ptr + K_OFF + batch * K_SB + (head // KV_GROUP) * K_SH
+    v_base = v_ptr + V_OFF + batch * V_SB + (head // KV_GROUP) * V_SH
     mask_base = q_ptr  # not read without a mask
     if MASK != 0:
         mask_base = mask_ptr + batch * M_SB + head * M_SH + row * M_SQ

@@ -22,12 +22,14 @@ Eligible, with static shapes:
   in the convolution's dtype or in f32) and a clamp by constants (ReLU, ReLU6), each the only user of
   the one before. The function takes their vectors and the kernel applies them to its accumulator.
 - `aten.max_pool2d` (floor mode), 4-D: ResNet's stem pooling, a stencil like a depthwise convolution.
-- `aten.scaled_dot_product_attention` without dropout or grouped heads, causal or not, with or without
+- `aten.scaled_dot_product_attention` without dropout or `enable_gqa`, causal or not, with or without
   a rank-4 mask tensor (boolean, or additive in a float dtype; the function takes it before any
   `expand` broadcast it), of 4-D f32, bf16 or f16 operands whose head dimension the kernel takes
   (HEAD_DIMS). Where Q, K and V
   are all `permute(x, [0, 2, 1, 3])` (heads moved forward from [batch, seq, heads, dim]), the function
-  takes the x and the kernel reads them through strides (layout "bshd"); likewise a result whose only
+  takes the x and the kernel reads them through strides (layout "bshd"). Where K and V are key/value
+  heads repeated for groups of query heads (transformers' repeat_kv: GQA, MQA), the function takes
+  them unrepeated and the kernel reads each group's head (`kv_group`); likewise a result whose only
   use is that permute is returned permuted (out_layout "bshd"): no transposes are materialized.
   Where Q, K and V are instead made by longer chains of layout ops from earlier tensors (a fused QKV
   projection split in three; nn.MultiheadAttention's sequence-first reshapes and selects), the
@@ -541,10 +543,13 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
     if k.dtype != q.dtype or v.dtype != q.dtype:
         return None
     batch, heads, seq_q, head_dim = q.shape
-    permutes = [producer(op.operands[index], "torch.aten.permute") for index in range(3)]
+    shared = [_shared_heads(op.operands[index]) for index in (1, 2)]
+    group = shared[0][1] if shared[0] is not None and shared[1] is not None and shared[0][1] == shared[1][1] else 1
+    read = [op.operands[0], *((pair[0] for pair in shared) if group > 1 else op.operands[1:3])]  # type: ignore[index]
+    permutes = [producer(value, "torch.aten.permute") for value in read]
     peeled = all(permute is not None and constant_ints(permute.operands[1]) == HEADS_FORWARD for permute in permutes)
-    operands = [permute.operands[0] for permute in permutes] if peeled else list(op.operands[:3])  # type: ignore[union-attr]
-    views = _strided_operands(op, q.dtype) if any(_is_layout(value) for value in operands) else None
+    operands = [permute.operands[0] for permute in permutes] if peeled else read  # type: ignore[union-attr]
+    views = _strided_operands(op, q.dtype) if group == 1 and any(_is_layout(value) for value in operands) else None
     if views is not None:
         operands = [view.root for view in views]
     user = _only_user(op.results[0], "torch.aten.permute")
@@ -561,6 +566,8 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
     }
     if mask_type is not None:
         description.update(mask="bool" if mask_type.dtype == "i1" else mask_type.dtype, mask_shape=list(mask_type.shape))
+    if group > 1:
+        description["kv_group"] = group
     if views is not None:
         description.update(
             sources=[list(static_type(view.root).shape) for view in views],  # type: ignore[union-attr]
@@ -574,6 +581,8 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
             qkv = [build.replay(view.chain, arg) for view, arg in zip(views, args[:3], strict=True)]
         else:
             qkv = [build.permute(arg, HEADS_FORWARD) for arg in args[:3]] if peeled else args[:3]
+        if group > 1:  # IREE's attention takes as many key/value heads as query heads
+            qkv = [qkv[0], *(_repeat_heads(build, value, group) for value in qkv[1:])]
         given = build.none()
         if mask_type is not None:  # at the full batch: IREE's fused attention does not broadcast it
             given = build.op("torch.aten.expand", [args[3], build.ints(full_mask), build.bool_(False)], vtensor(full_mask, mask_type.dtype))
@@ -582,6 +591,35 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
         return build.permute(result, HEADS_FORWARD) if out_peeled else result
 
     return description, [*operands, *([mask] if mask is not None else [])], body, [user] if out_peeled else []
+
+
+def _shared_heads(value: ir.Value) -> tuple[ir.Value, int] | None:
+    """A key or value tensor repeated for groups of query heads, as transformers' repeat_kv writes it,
+    `view(broadcast_to(unsqueeze(x, 2), [b, kv_heads, group, s, d]), [b, kv_heads * group, s, d])`:
+    (x, group); else None."""
+    view = producer(value, "torch.aten.view", "torch.aten.reshape")
+    broadcast = producer(view.operands[0], "torch.aten.broadcast_to", "torch.aten.expand") if view is not None else None
+    unsqueeze = producer(broadcast.operands[0], "torch.aten.unsqueeze") if broadcast is not None else None
+    if unsqueeze is None or number(unsqueeze.operands[1]) != 2:
+        return None
+    source, repeated, result = (static_type(v) for v in (unsqueeze.operands[0], broadcast.results[0], value))  # type: ignore[union-attr]
+    if source is None or repeated is None or result is None or len(source.shape) != 4:
+        return None
+    batch, kv_heads, seq, dim = source.shape
+    group = repeated.shape[2]
+    if tuple(repeated.shape) != (batch, kv_heads, group, seq, dim) or tuple(result.shape) != (batch, kv_heads * group, seq, dim):
+        return None
+    return unsqueeze.operands[0], group
+
+
+def _repeat_heads(build: Builder, x: ir.Value, group: int) -> ir.Value:
+    """`x` [b, kv_heads, s, d] with each head repeated `group` times in place: [b, kv_heads * group, s, d]."""
+    described = static_type(x)
+    batch, kv_heads, seq, dim = described.shape  # type: ignore[union-attr]
+    dtype = described.dtype  # type: ignore[union-attr]
+    one = build.op("torch.aten.unsqueeze", [x, build.int_(2)], vtensor([batch, kv_heads, 1, seq, dim], dtype))
+    shape = [batch, kv_heads, group, seq, dim]
+    return build.view(build.op("torch.aten.broadcast_to", [one, build.ints(shape)], vtensor(shape, dtype)), [batch, kv_heads * group, seq, dim])
 
 
 def _is_layout(value: ir.Value) -> bool:

@@ -1,8 +1,8 @@
 """kiln_attention run by Triton's interpreter on the CPU (TRITON_INTERPRET=1, set before Triton is
 imported: a script of its own, which test_cuda_kernels.py runs) against PyTorch's attention, with the
 masks decoders bring: causal and sliding-window byte masks, padding (a row that keeps nothing), an
-additive -inf mask, a mask with causal as well, and the same shapes without a mask. Exits non-zero on
-a mismatch."""
+additive -inf mask, a mask with causal as well, and the same shapes without a mask; and grouped heads
+(GQA: two query heads a key/value head, read unrepeated). Exits non-zero on a mismatch."""
 
 import os
 
@@ -38,7 +38,8 @@ def _masks() -> dict[str, tuple[torch.Tensor | None, bool]]:
 def run(mask: torch.Tensor | None, causal: bool, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     kind = "" if mask is None else ("bool" if mask.dtype == torch.bool else "f32")
     shape = () if mask is None else tuple(mask.shape)
-    op = Attention(BATCH, HEADS, SEQ, SEQ, DIM, "f32", causal, DIM**-0.5, "ieee", mask=kind, mask_shape=shape)
+    group = q.shape[1] // k.shape[1]
+    op = Attention(BATCH, HEADS, SEQ, SEQ, DIM, "f32", causal, DIM**-0.5, "ieee", mask=kind, mask_shape=shape, kv_group=group)
     out = torch.empty_like(q)
     given = None if mask is None else (mask.to(torch.int8) if kind == "bool" else mask).contiguous()
     grid = (-(-SEQ // TILES.block_m), BATCH * HEADS)
@@ -62,6 +63,11 @@ def main() -> None:
         error = (run(mask, causal, q, k, v) - want).abs().max().item()
         print(f"{name}: max abs error {error:.1e}")
         failures += [name] if error > 1e-4 else []
+    k1, v1 = k[:, :1].contiguous(), v[:, :1].contiguous()  # one key/value head for both query heads
+    want = F.scaled_dot_product_attention(q, k1, v1, is_causal=True, enable_gqa=True)
+    error = (run(None, True, q, k1, v1) - want).abs().max().item()
+    print(f"grouped heads: max abs error {error:.1e}")
+    failures += ["grouped heads"] if error > 1e-4 else []
     raise SystemExit(1 if failures else 0)
 
 

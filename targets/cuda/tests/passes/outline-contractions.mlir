@@ -297,6 +297,41 @@ module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "hig
 
 // -----
 
+// Grouped heads as transformers' repeat_kv writes them (Llama: 4 query heads on 2 key/value heads):
+// K and V are unsqueezed, broadcast to [b, kv_heads, group, s, d] and viewed as [b, heads, s, d]. The
+// function takes them unrepeated (kv_group 2) and repeats them itself for IREE's attention.
+// CHECK-LABEL: func.func @grouped_heads
+// CHECK-NEXT:    %[[Y:.*]] = call @kiln_attention_0(%arg0, %arg1, %arg2) : (!torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,2,16,32],bf16>, !torch.vtensor<[2,2,16,32],bf16>) -> !torch.vtensor<[2,4,16,32],bf16>
+// CHECK-NEXT:    return %[[Y]]
+// CHECK:       func.func private @kiln_attention_0
+// CHECK-SAME:    heads = 4 : i64, kind = "attention", kv_group = 2 : i64, layout = "bhsd"
+// CHECK-COUNT-2: torch.aten.broadcast_to {{.*}} -> !torch.vtensor<[2,2,2,16,32],bf16>
+// CHECK:         torch.aten.scaled_dot_product_attention {{.*}} : !torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,4,16,32],bf16>
+module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @grouped_heads(%q: !torch.vtensor<[2,4,16,32],bf16>, %k: !torch.vtensor<[2,2,16,32],bf16>, %v: !torch.vtensor<[2,2,16,32],bf16>) -> !torch.vtensor<[2,4,16,32],bf16> {
+    %int2 = torch.constant.int 2
+    %int4 = torch.constant.int 4
+    %int16 = torch.constant.int 16
+    %int32 = torch.constant.int 32
+    %none = torch.constant.none
+    %true = torch.constant.bool true
+    %false = torch.constant.bool false
+    %float0 = torch.constant.float 0.000000e+00
+    %ku = torch.aten.unsqueeze %k, %int2 : !torch.vtensor<[2,2,16,32],bf16>, !torch.int -> !torch.vtensor<[2,2,1,16,32],bf16>
+    %repeated = torch.prim.ListConstruct %int2, %int2, %int2, %int16, %int32 : (!torch.int, !torch.int, !torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %kb = torch.aten.broadcast_to %ku, %repeated : !torch.vtensor<[2,2,1,16,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,2,2,16,32],bf16>
+    %heads = torch.prim.ListConstruct %int2, %int4, %int16, %int32 : (!torch.int, !torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %kr = torch.aten.view %kb, %heads : !torch.vtensor<[2,2,2,16,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,4,16,32],bf16>
+    %vu = torch.aten.unsqueeze %v, %int2 : !torch.vtensor<[2,2,16,32],bf16>, !torch.int -> !torch.vtensor<[2,2,1,16,32],bf16>
+    %vb = torch.aten.broadcast_to %vu, %repeated : !torch.vtensor<[2,2,1,16,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,2,2,16,32],bf16>
+    %vr = torch.aten.view %vb, %heads : !torch.vtensor<[2,2,2,16,32],bf16>, !torch.list<int> -> !torch.vtensor<[2,4,16,32],bf16>
+    %a = torch.aten.scaled_dot_product_attention %q, %kr, %vr, %none, %float0, %true, %none, %false : !torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,4,16,32],bf16>, !torch.vtensor<[2,4,16,32],bf16>, !torch.none, !torch.float, !torch.bool, !torch.none, !torch.bool -> !torch.vtensor<[2,4,16,32],bf16>
+    return %a : !torch.vtensor<[2,4,16,32],bf16>
+  }
+}
+
+// -----
+
 // GPT-2's fused QKV projection split in three: Q, K and V are slices of one [2, 16, 384] tensor. The
 // function takes that tensor for each (layout "strided": `sources`, and `views` [offset, batch, head,
 // seq strides]: no slice is copied) and replays the slices, views and permutes itself; a split whose
