@@ -216,6 +216,7 @@ def attention_constants(attention: Attention, tiles: Tiles) -> dict[str, int | f
     mask = _broadcast_strides(attention.mask_shape) if attention.mask else (0, 0, 0, 0)
     return dict(
         HEADS=attention.heads, SEQ_Q=attention.seq_q, SEQ_K=attention.seq_k, HEAD_DIM=attention.head_dim,
+        HEAD_BLOCK=1 << (attention.head_dim - 1).bit_length(),  # the next power of two
         Q_SB=q["b"], Q_SH=q["h"], Q_SS=q["s"], K_SB=k["b"], K_SH=k["h"], K_SS=k["s"],
         V_SB=v["b"], V_SH=v["h"], V_SS=v["s"], O_SB=o["b"], O_SH=o["h"], O_SS=o["s"],
         Q_OFF=offsets[0], K_OFF=offsets[1], V_OFF=offsets[2],

@@ -96,6 +96,7 @@ def attention_candidates(attention: Attention) -> list[Tiles]:
     `block_n` keys a step (`block_k` is the head dimension, for the label). f32 runs three TF32
     products a step (tf32x3) and holds f32 tiles, so it takes smaller blocks."""
     d = attention.head_dim
+    padded = 1 << (d - 1).bit_length()  # the kernels hold head rows padded to a power of two
     if attention.seq_q < ROW_ATTENTION_BELOW:
         # A decode step (one query row; or a GQA group's query heads as rows of their key/value head):
         # kiln_attention_row, BLOCK_N keys of the head a step. The default (16,384 elements a step,
@@ -105,7 +106,7 @@ def attention_candidates(attention: Attention) -> list[Tiles]:
         # kernel's 64-row tile: head dim 64, 1.08-2.3x faster in both runs (results/attention-row-h200.json,
         # attention-row-gqa-h200.json, GQA rows too); head dim 128 (Llama-8B, Mistral), 1.04-1.24x faster
         # in the first and 0.84-0.95x in the second: no clear winner there.
-        return [Tiles(1, 16384 // d, d, 8, 2), Tiles(1, 8192 // d, d, 8, 1), Tiles(1, 8192 // d, d, 4, 2), Tiles(1, 4096 // d, d, 4, 2), Tiles(1, 8192 // d, d, 4, 3)]
+        return [Tiles(1, 16384 // padded, d, 8, 2), Tiles(1, 8192 // padded, d, 8, 1), Tiles(1, 8192 // padded, d, 4, 2), Tiles(1, 4096 // padded, d, 4, 2), Tiles(1, 8192 // padded, d, 4, 3)]
     if attention.dtype == "f32":
         pool = [Tiles(64, 32, d, 4, 2), Tiles(64, 64, d, 4, 2), Tiles(128, 32, d, 8, 2), Tiles(64, 32, d, 4, 3), Tiles(32, 32, d, 4, 3)]
     else:

@@ -277,9 +277,20 @@ def _filter_row(
 
 
 @triton.jit
+def _head_load(pointers, inside, PADDED: tl.constexpr):
+    """A load along the head dimension; where it is padded to a power of two (PADDED: Phi-2's 80 as
+    128), the padding reads 0 and adds nothing to either product."""
+    if PADDED:
+        value = tl.load(pointers, mask=inside, other=0.0)
+    else:
+        value = tl.load(pointers)
+    return value
+
+
+@triton.jit
 def _attend(
     q, acc, m_i, l_i, k_base, v_base, mask_base, rows, safe_rows, start, end,
-    K_SS: tl.constexpr, V_SS: tl.constexpr, SEQ_K: tl.constexpr, HEAD_DIM: tl.constexpr,
+    K_SS: tl.constexpr, V_SS: tl.constexpr, SEQ_K: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_BLOCK: tl.constexpr,
     M_SQ: tl.constexpr, M_SK: tl.constexpr, MASK: tl.constexpr,
     BLOCK_N: tl.constexpr, QK_SCALE: tl.constexpr, CAUSAL: tl.constexpr, MASKED: tl.constexpr,
     PRECISION: tl.constexpr,
@@ -289,11 +300,12 @@ def _attend(
     columns past SEQ_K (and, causal, past each row) count as -inf, and the mask tensor applies (MASK 1:
     a nonzero byte keeps a score, 0 makes it -inf; MASK 2: added to the scores); unmasked blocks are
     wholly valid. A row with no score kept so far keeps m_i = -inf and adds nothing (no NaN)."""
-    dims = tl.arange(0, HEAD_DIM)
+    dims = tl.arange(0, HEAD_BLOCK)
+    in_head = dims < HEAD_DIM
     for first in range(start, end, BLOCK_N):
         cols = first + tl.arange(0, BLOCK_N)
         safe_cols = tl.where(cols < SEQ_K, cols, 0) if MASKED else cols
-        k = tl.load(k_base + safe_cols[None, :] * K_SS + dims[:, None])
+        k = _head_load(k_base + safe_cols[None, :] * K_SS + dims[:, None], in_head[:, None], HEAD_BLOCK != HEAD_DIM)
         s = tl.dot(q, k, input_precision=PRECISION) * QK_SCALE
         if MASKED:
             valid = cols[None, :] < SEQ_K
@@ -311,7 +323,7 @@ def _attend(
         p = tl.math.exp2(s - m_safe[:, None])
         alpha = tl.math.exp2(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_base + safe_cols[:, None] * V_SS + dims[None, :])
+        v = _head_load(v_base + safe_cols[:, None] * V_SS + dims[None, :], in_head[None, :], HEAD_BLOCK != HEAD_DIM)
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None], input_precision=PRECISION)
         m_i = m_new
     return acc, m_i, l_i
@@ -320,7 +332,7 @@ def _attend(
 @triton.jit
 def kiln_attention(
     q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr,
-    HEADS: tl.constexpr, SEQ_Q: tl.constexpr, SEQ_K: tl.constexpr, HEAD_DIM: tl.constexpr,
+    HEADS: tl.constexpr, SEQ_Q: tl.constexpr, SEQ_K: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_BLOCK: tl.constexpr,
     Q_SB: tl.constexpr, Q_SH: tl.constexpr, Q_SS: tl.constexpr,
     K_SB: tl.constexpr, K_SH: tl.constexpr, K_SS: tl.constexpr,
     V_SB: tl.constexpr, V_SH: tl.constexpr, V_SS: tl.constexpr,
@@ -344,12 +356,13 @@ def kiln_attention(
     batch = tl.program_id(1) // HEADS
     head = tl.program_id(1) % HEADS
     rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    dims = tl.arange(0, HEAD_DIM)
+    dims = tl.arange(0, HEAD_BLOCK)
+    in_head = dims < HEAD_DIM
     safe_rows = tl.where(rows < SEQ_Q, rows, 0)  # rows past the end read row 0 and are never stored
-    q = tl.load(q_ptr + Q_OFF + batch * Q_SB + head * Q_SH + safe_rows[:, None] * Q_SS + dims[None, :])
+    q = _head_load(q_ptr + Q_OFF + batch * Q_SB + head * Q_SH + safe_rows[:, None] * Q_SS + dims[None, :], in_head[None, :], HEAD_BLOCK != HEAD_DIM)
     k_base = k_ptr + K_OFF + batch * K_SB + (head // KV_GROUP) * K_SH
     v_base = v_ptr + V_OFF + batch * V_SB + (head // KV_GROUP) * V_SH
-    acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, HEAD_BLOCK), dtype=tl.float32)
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
     mask_base = q_ptr  # not read without a mask (mask_ptr is None then)
@@ -366,21 +379,21 @@ def kiln_attention(
         end = SEQ_K
     acc, m_i, l_i = _attend(
         q, acc, m_i, l_i, k_base, v_base, mask_base, rows, safe_rows, 0, unmasked_end,
-        K_SS, V_SS, SEQ_K, HEAD_DIM, M_SQ, M_SK, MASK, BLOCK_N, QK_SCALE, CAUSAL, False, PRECISION,
+        K_SS, V_SS, SEQ_K, HEAD_DIM, HEAD_BLOCK, M_SQ, M_SK, MASK, BLOCK_N, QK_SCALE, CAUSAL, False, PRECISION,
     )  # fmt: skip
     acc, m_i, l_i = _attend(
         q, acc, m_i, l_i, k_base, v_base, mask_base, rows, safe_rows, unmasked_end, end,
-        K_SS, V_SS, SEQ_K, HEAD_DIM, M_SQ, M_SK, MASK, BLOCK_N, QK_SCALE, CAUSAL, True, PRECISION,
+        K_SS, V_SS, SEQ_K, HEAD_DIM, HEAD_BLOCK, M_SQ, M_SK, MASK, BLOCK_N, QK_SCALE, CAUSAL, True, PRECISION,
     )  # fmt: skip
     out = tl.where(l_i[:, None] > 0, acc / l_i[:, None], 0.0)
     o_ptrs = o_ptr + batch * O_SB + head * O_SH + rows[:, None] * O_SS + dims[None, :]
-    tl.store(o_ptrs, out.to(o_ptr.dtype.element_ty), mask=rows[:, None] < SEQ_Q)
+    tl.store(o_ptrs, out.to(o_ptr.dtype.element_ty), mask=(rows[:, None] < SEQ_Q) & in_head[None, :])
 
 
 @triton.jit
 def kiln_attention_row(
     q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr,
-    HEADS: tl.constexpr, SEQ_Q: tl.constexpr, SEQ_K: tl.constexpr, HEAD_DIM: tl.constexpr,
+    HEADS: tl.constexpr, SEQ_Q: tl.constexpr, SEQ_K: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_BLOCK: tl.constexpr,
     Q_SB: tl.constexpr, Q_SH: tl.constexpr, Q_SS: tl.constexpr,
     K_SB: tl.constexpr, K_SH: tl.constexpr, K_SS: tl.constexpr,
     V_SB: tl.constexpr, V_SH: tl.constexpr, V_SS: tl.constexpr,
@@ -398,8 +411,9 @@ def kiln_attention_row(
     row = tl.program_id(0)
     batch = tl.program_id(1) // HEADS
     head = tl.program_id(1) % HEADS
-    dims = tl.arange(0, HEAD_DIM)
-    q = tl.load(q_ptr + Q_OFF + batch * Q_SB + head * Q_SH + row * Q_SS + dims).to(tl.float32) * QK_SCALE
+    dims = tl.arange(0, HEAD_BLOCK)
+    in_head = dims < HEAD_DIM
+    q = _head_load(q_ptr + Q_OFF + batch * Q_SB + head * Q_SH + row * Q_SS + dims, in_head, HEAD_BLOCK != HEAD_DIM).to(tl.float32) * QK_SCALE
     k_base = k_ptr + K_OFF + batch * K_SB + (head // KV_GROUP) * K_SH
     v_base = v_ptr + V_OFF + batch * V_SB + (head // KV_GROUP) * V_SH
     mask_base = q_ptr  # not read without a mask
@@ -408,14 +422,14 @@ def kiln_attention_row(
     end = SEQ_K
     if CAUSAL:
         end = tl.minimum(row + 1, SEQ_K)
-    acc = tl.zeros((HEAD_DIM,), dtype=tl.float32)
+    acc = tl.zeros((HEAD_BLOCK,), dtype=tl.float32)
     m_i = tl.max(tl.full((BLOCK_N,), float("-inf"), dtype=tl.float32), 0)
     l_i = tl.sum(tl.zeros((BLOCK_N,), dtype=tl.float32), 0)
     for first in range(0, end, BLOCK_N):
         cols = first + tl.arange(0, BLOCK_N)
         valid = cols < end
         safe_cols = tl.where(valid, cols, 0)
-        k = tl.load(k_base + safe_cols[:, None] * K_SS + dims[None, :]).to(tl.float32)
+        k = _head_load(k_base + safe_cols[:, None] * K_SS + dims[None, :], in_head[None, :], HEAD_BLOCK != HEAD_DIM).to(tl.float32)
         s = tl.sum(k * q[None, :], 1)
         if MASK == 1:
             valid = valid & (tl.load(mask_base + safe_cols * M_SK) != 0)
@@ -427,8 +441,8 @@ def kiln_attention_row(
         p = tl.math.exp2(s - m_safe)
         alpha = tl.math.exp2(m_i - m_safe)
         l_i = l_i * alpha + tl.sum(p, 0)
-        v = tl.load(v_base + safe_cols[:, None] * V_SS + dims[None, :]).to(tl.float32)
+        v = _head_load(v_base + safe_cols[:, None] * V_SS + dims[None, :], in_head[None, :], HEAD_BLOCK != HEAD_DIM).to(tl.float32)
         acc = acc * alpha + tl.sum(p[:, None] * v, 0)
         m_i = m_new
     out = tl.where(l_i > 0, acc / l_i, 0.0)
-    tl.store(o_ptr + batch * O_SB + head * O_SH + row * O_SS + dims, out.to(o_ptr.dtype.element_ty))
+    tl.store(o_ptr + batch * O_SB + head * O_SH + row * O_SS + dims, out.to(o_ptr.dtype.element_ty), mask=in_head)

@@ -1,8 +1,9 @@
 """kiln_attention run by Triton's interpreter on the CPU (TRITON_INTERPRET=1, set before Triton is
 imported: a script of its own, which test_cuda_kernels.py runs) against PyTorch's attention, with the
 masks decoders bring: causal and sliding-window byte masks, padding (a row that keeps nothing), an
-additive -inf mask, a mask with causal as well, and the same shapes without a mask; and grouped heads
-(GQA: two query heads a key/value head, read unrepeated). Exits non-zero on a mismatch."""
+additive -inf mask, a mask with causal as well, and the same shapes without a mask; grouped heads
+(GQA: two query heads a key/value head, read unrepeated); a head dimension that is not a power of two
+(48, padded to 64), in the flash kernel and the one-row kernel. Exits non-zero on a mismatch."""
 
 import os
 
@@ -38,12 +39,13 @@ def _masks() -> dict[str, tuple[torch.Tensor | None, bool]]:
 def run(mask: torch.Tensor | None, causal: bool, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     kind = "" if mask is None else ("bool" if mask.dtype == torch.bool else "f32")
     shape = () if mask is None else tuple(mask.shape)
-    group = q.shape[1] // k.shape[1]
-    op = Attention(BATCH, HEADS, SEQ, SEQ, DIM, "f32", causal, DIM**-0.5, "ieee", mask=kind, mask_shape=shape, kv_group=group)
+    group, (seq_q, dim), seq_k = q.shape[1] // k.shape[1], q.shape[2:], k.shape[2]
+    op = Attention(BATCH, HEADS, seq_q, seq_k, dim, "f32", causal, dim**-0.5, "ieee", mask=kind, mask_shape=shape, kv_group=group)
     out = torch.empty_like(q)
     given = None if mask is None else (mask.to(torch.int8) if kind == "bool" else mask).contiguous()
-    grid = (-(-SEQ // TILES.block_m), BATCH * HEADS)
-    triton_source.kiln_attention[grid](q, k, v, given, out, **attention_constants(op, TILES))
+    tiles = TILES if seq_q > 1 else Tiles(1, 16, dim, 4, 1)
+    kernel = triton_source.kiln_attention if seq_q > 1 else triton_source.kiln_attention_row
+    kernel[(-(-seq_q // tiles.block_m), BATCH * HEADS)](q, k, v, given, out, **attention_constants(op, tiles))
     return out
 
 
@@ -68,6 +70,11 @@ def main() -> None:
     error = (run(None, True, q, k1, v1) - want).abs().max().item()
     print(f"grouped heads: max abs error {error:.1e}")
     failures += ["grouped heads"] if error > 1e-4 else []
+    for rows in (SEQ, 1):  # the flash kernel, and a decode step's one-row kernel
+        q48, k48, v48 = torch.randn(BATCH, HEADS, rows, 48), torch.randn(BATCH, HEADS, SEQ, 48), torch.randn(BATCH, HEADS, SEQ, 48)
+        error = (run(None, False, q48, k48, v48) - F.scaled_dot_product_attention(q48, k48, v48)).abs().max().item()
+        print(f"head dimension 48, {rows} query rows: max abs error {error:.1e}")
+        failures += ["head dimension 48"] if error > 1e-4 else []
     raise SystemExit(1 if failures else 0)
 
 
