@@ -190,7 +190,7 @@ def test_unchecked_or_oversized_contractions_are_unsupported():
         build.check(Conv2d(1, 32, 8, 8, 32, 3, 3, (1, 1), (1, 1), (1, 1), "f32", "f32", "tf32x3"))
     with pytest.raises(Unsupported, match="offsets are 32-bit"):
         build.check(Matmul(65536, 65536, 64, "bf16", "bf16", "nk"))
-    with pytest.raises(Unsupported, match="head dimension 72: the attention kernel takes 16, 32, 48, .*, 128"):
+    with pytest.raises(Unsupported, match=r"head dimension 72: the attention kernel takes 16, 32, 48, .*, 128"):
         build.check(Attention(1, 12, 197, 197, 72, "bf16", False, 72**-0.5))
     build.check(Attention(8, 32, 512, 512, 80, "bf16", True, 80**-0.5))  # Phi-2's, padded to 128
     with pytest.raises(Unsupported, match="f16 attention kernels have not been checked"):
