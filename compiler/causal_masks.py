@@ -20,6 +20,8 @@ from torch.export import ExportedProgram
 from torch.fx import Node
 from torch.fx.node import map_arg
 
+from .fx_calls import argument, set_argument
+
 aten = torch.ops.aten
 MAX_ELEMENTS = 1 << 26  # a larger mask is not evaluated at compile time
 MASK, CAUSAL = 3, 5  # scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal, ...)
@@ -34,8 +36,8 @@ def causal_masks_as_flags(program: ExportedProgram) -> int:
     for node in list(graph.nodes):
         if node.target != aten.scaled_dot_product_attention.default:
             continue
-        mask = _argument(node, MASK, "attn_mask")
-        if not isinstance(mask, Node) or _argument(node, CAUSAL, "is_causal") or mask.meta["val"].numel() > MAX_ELEMENTS:
+        mask = argument(node, MASK, "attn_mask")
+        if not isinstance(mask, Node) or argument(node, CAUSAL, "is_causal") or mask.meta["val"].numel() > MAX_ELEMENTS:
             continue
         if mask not in values:
             values[mask] = _evaluated(mask, constants)
@@ -43,8 +45,8 @@ def causal_masks_as_flags(program: ExportedProgram) -> int:
         seq_q, seq_k = node.args[0].meta["val"].shape[-2], node.args[1].meta["val"].shape[-2]
         if value is None or not _is_causal(value, seq_q, seq_k):
             continue
-        _set_argument(node, MASK, "attn_mask", None)
-        _set_argument(node, CAUSAL, "is_causal", True)
+        set_argument(node, MASK, "attn_mask", None)
+        set_argument(node, CAUSAL, "is_causal", True)
         rewritten += 1
     if rewritten:
         graph.eliminate_dead_code()
@@ -104,14 +106,3 @@ def _is_causal(mask: torch.Tensor, seq_q: int, seq_k: int) -> bool:
     if kept.dim() < 2 or tuple(kept.shape[-2:]) != (seq_q, seq_k):
         return False
     return bool((kept == torch.ones(seq_q, seq_k, dtype=torch.bool).tril()).all())
-
-
-def _argument(node: Node, index: int, name: str) -> object:
-    return node.args[index] if len(node.args) > index else node.kwargs.get(name)
-
-
-def _set_argument(node: Node, index: int, name: str, value: object) -> None:
-    if len(node.args) > index:
-        node.args = (*node.args[:index], value, *node.args[index + 1 :])
-    else:
-        node.kwargs = {**node.kwargs, name: value}

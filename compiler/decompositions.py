@@ -22,6 +22,8 @@ from collections.abc import Callable
 import torch
 from torch._decomp import decomposition_table
 
+from .fx_calls import argument
+
 aten = torch.ops.aten
 
 
@@ -576,7 +578,7 @@ def attention_masks_at_full_batch(program: torch.export.ExportedProgram) -> None
     for node in list(graph.nodes):
         if node.target != aten.scaled_dot_product_attention.default:
             continue
-        mask = node.args[3] if len(node.args) > 3 else node.kwargs.get("attn_mask")
+        mask = argument(node, 3, "attn_mask")
         if not isinstance(mask, torch.fx.Node):
             continue
         query, mask_value = node.args[0].meta["val"], mask.meta["val"]

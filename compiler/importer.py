@@ -27,6 +27,7 @@ from kiln.errors import KilnError
 from .boundary import ELEMENT_TYPES
 from .causal_masks import causal_masks_as_flags
 from .decompositions import attention_masks_at_full_batch, kiln_decompositions, real_ffts_as_matmuls
+from .fx_calls import argument
 from .weights import Parameters, WeightHooks
 
 STAGE = "aten"
@@ -62,15 +63,12 @@ def _kernel_attention(node: torch.fx.Node, takes: TakesAttention) -> bool:
     if node.target != torch.ops.aten.scaled_dot_product_attention.default:
         return False
 
-    def argument(index: int, name: str, default: object) -> object:
-        return node.args[index] if len(node.args) > index else node.kwargs.get(name, default)
-
     q, k, v = (node.args[index].meta["val"] for index in range(3))
     shapes = [tuple(tensor.shape) for tensor in (q, k, v)]
     if not all(isinstance(size, int) for shape in shapes for size in shape):
         return False  # dynamic: the kernel takes static shapes
-    plain = argument(4, "dropout_p", 0.0) == 0 and not node.kwargs.get("enable_gqa", False)
-    given = argument(3, "attn_mask", None)
+    plain = argument(node, 4, "dropout_p", 0.0) == 0 and not node.kwargs.get("enable_gqa", False)
+    given = argument(node, 3, "attn_mask")
     mask = None
     if isinstance(given, torch.fx.Node):
         value = given.meta["val"]
