@@ -35,6 +35,7 @@ STAGE = "vmfb"
 _DUMP_PRINT_FLAGS = ("--mlir-elide-resource-strings-if-larger=256", "--mlir-elide-elementsattrs-if-larger=64")
 # LLVM's crash handler prints this, then exits with 256 - signal instead of dying by the signal.
 _CRASH_MARKER = "Stack dump:"
+_CRASHED_PASS = re.compile(r"::(\w+Pass)::runOnOperation")  # the backtrace's innermost pass
 _PHASE_FILE = re.compile(r"\.(\d+)\.([\w-]+)\.mlir$")  # "<module name>.<number>.<phase>.mlir"
 
 
@@ -177,8 +178,10 @@ def _failure(result: subprocess.CompletedProcess[str], flags: list[str], reprodu
         )
     if result.returncode < 0 or _CRASH_MARKER in result.stderr:
         before = f" after: {errors[0]}" if errors else ""
+        crashed_pass = _CRASHED_PASS.search(result.stderr)
+        where = f" (in IREE's {crashed_pass.group(1)})" if crashed_pass else ""
         return KilnError(
-            f"iree-compile crashed ({_signal_name(result.returncode)}){before}",
+            f"iree-compile crashed ({_signal_name(result.returncode)}){before}{where}",
             stage=STAGE,
             file=reproducer,
             hint="an IREE bug or an unsupported flag combination" + (f"; reproduce with: {rerun}" if rerun else ""),

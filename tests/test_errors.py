@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from kiln.cli.main import kiln
+from kiln.compiler.iree_backend import _failure as iree_failure
 
 MODELS = Path(__file__).parent / "models"
 KILN = str(Path(sys.executable).parent / "kiln")  # the console script of this environment
@@ -80,6 +81,13 @@ def test_iree_compile_crash_becomes_an_error(tmp_path):
     assert "error: [vmfb] iree-compile crashed (SIGSEGV) after: <unknown>:0: error: Unknown CUDA target 'hopper'" in result.output
     assert "reproduce with: iree-compile" in result.output and "Traceback" not in result.output
     assert not output.exists()
+
+
+def test_an_iree_compile_crash_names_the_pass_it_crashed_in():
+    # The innermost pass of iree-compile's backtrace, as IREE 3.13 printed it for SigLIP-base (bf16, sm_90).
+    frame = " #4 0x00007fb34f18ebed mlir::iree_compiler::(anonymous namespace)::LLVMCPUAssignImportOrdinalsPass::runOnOperation() LLVMCPUAssignImportOrdinals.cpp:0:0"
+    crash = subprocess.CompletedProcess(["iree-compile"], -11, "", f"Stack dump:\n{frame}\n #5 0x0 mlir::detail::OpToOpPassAdaptor::run(mlir::Pass*) Pass.cpp:0:0\n")
+    assert iree_failure(crash, [], None).message == "iree-compile crashed (SIGSEGV) (in IREE's LLVMCPUAssignImportOrdinalsPass)"
 
 
 def test_unknown_target_lists_known_ones(tmp_path):

@@ -38,6 +38,9 @@ Eligible, with static shapes:
   strided_views.py): nothing is copied.
   The compiler keeps such attention whole at import for this (compiler/importer.py), in f32 too.
 
+Not outlined: a contraction (or, in outline-row-programs, a row program) of literals alone, with no
+input, parameter or state in it (`compile_time_constants`): IREE evaluates it while compiling.
+
 The cuda room places this pass where its kernels apply (sm_90a, the torch hand-off, --kernels on:
 targets/cuda/target.py). `kiln.matmul_precision` and `kiln.conv_precision`, module attributes the
 room sets from the compile's options (PyTorch's "highest" / "high" / "medium"), give f32 kernels their
@@ -155,11 +158,37 @@ def _outline(outliner: Outliner, op: ir.Operation, matmul_precision: str, conv_p
     if match is None:
         return
     description, operands, build_body, epilogue = match
+    if compile_time_constants(operands):
+        return
     # the call returns what the last op of the epilogue made, where every operand is defined, the bias too
     outliner.call(epilogue[-1] if epilogue else op, description, operands, build_body)
     for index in reversed(range(len(epilogue))):  # last first; those before it are still to erase
         erase_with_unused_producers(epilogue[index], spared=epilogue[:index])
     erase_with_unused_producers(op)
+
+
+def compile_time_constants(values: list[ir.Value]) -> bool:
+    """Whether `values` are computed from literals alone: from no function argument, parameter or state.
+
+    Such a contraction is left to IREE, which evaluates it while compiling (const-eval, on the CPU): a
+    kiln kernel there is CUDA code that the evaluation cannot run, and iree-compile 3.13 crashed on it
+    (SIGSEGV in LLVMCPUAssignImportOrdinalsPass; SigLIP's pooling head projects a learned probe, a
+    weight, through its query weights: no input in it)."""
+    seen: set[ir.Value] = set()
+    pending = list(values)
+    while pending:
+        value = pending.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        op = defining_op(value)
+        if op is None or op.name in RUN_TIME_SOURCES:
+            return False
+        pending.extend(op.operands)
+    return True
+
+
+RUN_TIME_SOURCES = ("ml_program.global_load", "ml_program.global_load_const", "util.global.load")  # state, parameters
 
 
 class Builder:

@@ -34,7 +34,13 @@ from kiln.passes.pass_api import Pass, PassRun
 from kiln.passes.torch_build import constant_bool, constant_ints, dtype_of, shape_of, static_type
 from kiln.passes.torch_ir import defining_op, is_none, number, splat, tensor_type
 
-from .outline_contractions import Builder, Outliner, erase_with_unused_producers, model_functions
+from .outline_contractions import (
+    Builder,
+    Outliner,
+    compile_time_constants,
+    erase_with_unused_producers,
+    model_functions,
+)
 
 STEP_OPS = {
     "torch.aten.add.Tensor": "add", "torch.aten.sub.Tensor": "sub", "torch.aten.mul.Tensor": "mul", "torch.aten.div.Tensor": "div",
@@ -69,6 +75,8 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
                 claimed.update(region.ops)
                 regions.append(region)
         for region in regions:
+            if compile_time_constants(region.inputs):
+                continue
             outliner.call(region.ops[-1], region.description(), region.inputs, region.replay)
             for index in reversed(range(len(region.ops))):  # users first
                 erase_with_unused_producers(region.ops[index], spared=region.ops[:index])

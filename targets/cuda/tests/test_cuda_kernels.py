@@ -381,6 +381,32 @@ def test_no_kernels_where_they_do_not_apply(options, tmp_path):
     assert stopped.resolved.kernels is None
 
 
+class _ProbePooling(torch.nn.Module):
+    """SigLIP's pooling head in small: a learned probe, projected by a Linear (weights alone, no input
+    in it), attends over the input's tokens."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.probe = torch.nn.Parameter(torch.randn(1, 1, 64, dtype=torch.bfloat16), requires_grad=False)
+        self.query = torch.nn.Linear(64, 64, dtype=torch.bfloat16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        query = self.query(self.probe.expand(x.shape[0], -1, -1)) * 0.125
+        return torch.softmax(query @ x.transpose(1, 2), dim=-1) @ x
+
+
+@pytest.mark.parametrize("params", ["inline", "external"])
+def test_a_contraction_of_weights_alone_compiles(params, tmp_path):
+    """With inline weights a contraction of weights alone is IREE's to evaluate while compiling: it
+    stays a torch op (iree-compile 3.13 crashed with SIGSEGV on a kernel there, SigLIP-base in bf16
+    on sm_90); from an external archive the weights are known only at load, and the kernel takes it."""
+    model = _ProbePooling().eval().requires_grad_(False)
+    spec = spec_from_module(model, (torch.randn(4, 16, 64, dtype=torch.bfloat16),))
+    compiled = run_pipeline(spec, CompileOptions(target="cuda", gpu_arch="sm_90", params=params, dump_dir=tmp_path)).compiled
+    products = [record for record in compiled.manifest.kernels if record["contraction"].startswith("mm")]
+    assert [record["code"] for record in products] == ([] if params == "inline" else ["kiln"])
+
+
 # -- the wiring, on the CPU --------------------------------------------------------------------------
 
 

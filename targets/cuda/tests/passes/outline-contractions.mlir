@@ -517,3 +517,23 @@ module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "hig
     return %a : !torch.vtensor<[2,4,16,32],bf16>
   }
 }
+
+// -----
+
+// A matmul of literals alone (inline weights, no input: SigLIP's pooling head projects its learned
+// probe through its query weights) stays a torch op, for IREE to evaluate while compiling; a kernel
+// there is CUDA code its constant evaluation cannot run (iree-compile 3.13 crashed on it). A product
+// with an input is outlined.
+// CHECK-LABEL: func.func @constant_product
+// CHECK:         %[[C:.*]] = torch.aten.mm %{{.*}}, %{{.*}} : !torch.vtensor<[1,64],f32>, !torch.vtensor<[64,64],f32> -> !torch.vtensor<[1,64],f32>
+// CHECK:         %[[Y:.*]] = call @kiln_mm_0(%arg0, %{{.*}}) : (!torch.vtensor<[1,64],f32>, !torch.vtensor<[64,64],f32>) -> !torch.vtensor<[1,64],f32>
+// CHECK:         return %[[C]], %[[Y]]
+module attributes {kiln.matmul_precision = "high", kiln.conv_precision = "high"} {
+  func.func @constant_product(%x: !torch.vtensor<[1,64],f32>) -> (!torch.vtensor<[1,64],f32>, !torch.vtensor<[1,64],f32>) {
+    %probe = torch.vtensor.literal(dense<0.5> : tensor<1x64xf32>) : !torch.vtensor<[1,64],f32>
+    %w = torch.vtensor.literal(dense<0.25> : tensor<64x64xf32>) : !torch.vtensor<[64,64],f32>
+    %c = torch.aten.mm %probe, %w : !torch.vtensor<[1,64],f32>, !torch.vtensor<[64,64],f32> -> !torch.vtensor<[1,64],f32>
+    %y = torch.aten.mm %x, %w : !torch.vtensor<[1,64],f32>, !torch.vtensor<[64,64],f32> -> !torch.vtensor<[1,64],f32>
+    return %c, %y : !torch.vtensor<[1,64],f32>, !torch.vtensor<[1,64],f32>
+  }
+}
