@@ -42,7 +42,24 @@ BIN = Path(sys.executable).parent  # this environment's console scripts: kiln, m
 README = ROOT / "README.md"
 PAGES = sorted([README, *(ROOT / "docs").rglob("*.md")])
 COPIED = ("examples", "tests/passes")  # what a page's commands may read, copied into their folder
-NOT_COPIED = shutil.ignore_patterns("__pycache__", ".lit_test_times.txt", "Output")  # and no lit outputs
+
+
+def tracked(*folders: str) -> frozenset[str]:
+    """The files git tracks under `folders`, and their folders, relative to ROOT."""
+    listed = subprocess.run(["git", "ls-files", "-z", *folders], cwd=ROOT, capture_output=True, text=True, check=True)
+    files = [Path(name) for name in listed.stdout.split("\0") if name]
+    return frozenset(path.as_posix() for file in files for path in (file, *file.parents[:-1]))
+
+
+def not_tracked(directory: str, names: list[str]) -> set[str]:
+    """copytree's ignore: what git does not track is not copied. Besides lit's outputs and caches, an
+    ignored folder can be big: `benchmarks/generation.py compile` writes 18 GB of Llama checkpoints
+    into examples/llama/checkpoints, and a copy per page filled the disk."""
+    base = Path(directory).resolve().relative_to(ROOT)
+    return {name for name in names if (base / name).as_posix() not in TRACKED}
+
+
+TRACKED = tracked(*COPIED)
 JOBS = int(os.environ.get("KILN_DOCS_JOBS", "2"))
 COMMAND_TIMEOUT_S = 600
 MAKE_DRY_RUN_CHECKED = {"demo"}  # make targets whose commands the page itself must run (see the docstring)
@@ -153,7 +170,7 @@ def run_make(target: str, page_commands: list[str]) -> str | None:
 def run_page(page: Path, folder: Path) -> list[str]:
     """Run the page's commands in order in `folder`; the failures, each a paragraph (empty: all ran)."""
     for name in COPIED:
-        shutil.copytree(ROOT / name, folder / name, ignore=NOT_COPIED)
+        shutil.copytree(ROOT / name, folder / name, ignore=not_tracked)
     commands = parse(page).commands
     texts = [command.text for command in commands]
     where = page.relative_to(ROOT)
