@@ -90,6 +90,18 @@ def test_an_iree_compile_crash_names_the_pass_it_crashed_in():
     assert iree_failure(crash, [], None).message == "iree-compile crashed (SIGSEGV) (in IREE's LLVMCPUAssignImportOrdinalsPass)"
 
 
+def test_a_reproducer_without_its_weights_says_how_to_get_one(tmp_path):
+    # A dump leaves weights over 512 KiB out (`__elided__`): iree-compile cannot take it as it is.
+    dump = tmp_path / "04-vmfb.iree-input.mlir"
+    dump.write_text('%w = torch.vtensor.literal(dense_resource<__elided__> : tensor<1024x1024xbf16>)\n')
+    failed = subprocess.CompletedProcess(["iree-compile"], 1, "", f"{dump}:1:1: error: resource data missing\n")
+    error = iree_failure(failed, ["--iree-hal-target-device=cuda"], dump)
+    assert error.hint == (
+        f"reproduce with: iree-compile {dump} --iree-hal-target-device=cuda -o out.vmfb "
+        "(after recompiling with --params external: this dump leaves its large weights out)"
+    )
+
+
 def test_unknown_target_lists_known_ones(tmp_path):
     result, _ = compile_cli(tmp_path, MODELS / "named.py", "--target", "tpu")
     assert result.exit_code == 2
