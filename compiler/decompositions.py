@@ -46,6 +46,17 @@ def _var_mean(
     return var.to(x.dtype), mean.to(x.dtype)
 
 
+def _var(x: torch.Tensor, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False) -> torch.Tensor:
+    """torch-mlir divides by N - correction, negative where the correction exceeds the count (any
+    variance of no element): -0 where PyTorch, dividing by max(N - correction, 0), gives NaN."""
+    return _var_mean(x, dim, correction=correction, keepdim=keepdim)[0]
+
+
+def _std(x: torch.Tensor, dim: list[int] | None = None, *, correction: float | None = None, keepdim: bool = False) -> torch.Tensor:
+    compute = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x  # the root before rounding, as PyTorch
+    return _var(compute, dim, correction=correction, keepdim=keepdim).sqrt().to(x.dtype)
+
+
 def _all_dim(x: torch.Tensor, dim: int, keepdim: bool = False) -> torch.Tensor:
     return _all_dims(x, [dim], keepdim)
 
@@ -454,6 +465,8 @@ def _per_dimension(value: object, spatial: int) -> list[int] | None:
 
 KILN_DECOMPOSITIONS: dict[torch._ops.OperatorBase, Callable[..., object]] = {
     aten.var_mean.correction: _var_mean,
+    aten.var.correction: _var,
+    aten.std.correction: _std,
     # Reductions over i1 fail to bufferize in IREE 3.13's CUDA backend; PyTorch's attention
     # decomposition has one (`all` of a row's -inf mask). min/max over f32 0/1 values are the same
     # reduction, exactly; over int8 or int32 that CUDA backend computed them wrong (measured on an
