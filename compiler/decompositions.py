@@ -98,6 +98,11 @@ def _hypot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return aten.sqrt(a * a + b * b)
 
 
+def _bitwise_scalar(op: Callable[[torch.Tensor, torch.Tensor], torch.Tensor]) -> Callable[[torch.Tensor, int], torch.Tensor]:
+    """`x op scalar` as `x op tensor(scalar)` in x's dtype: torch-mlir imports only the Tensor forms."""
+    return lambda x, other: op(x, aten.full.default([], other, dtype=x.dtype, device=x.device))
+
+
 def _addmv(
     x: torch.Tensor, matrix: torch.Tensor, vector: torch.Tensor, *, beta: float = 1, alpha: float = 1
 ) -> torch.Tensor:
@@ -476,6 +481,9 @@ KILN_DECOMPOSITIONS: dict[torch._ops.OperatorBase, Callable[..., object]] = {
     aten.all.dims: _all_dims,
     # Ops torch-mlir cannot import as its own (opaque `torch.operator`s its backend contract rejects).
     aten.erfc.default: _erfc,
+    aten.bitwise_and.Scalar: _bitwise_scalar(aten.bitwise_and.Tensor),
+    aten.bitwise_or.Scalar: _bitwise_scalar(aten.bitwise_or.Tensor),
+    aten.bitwise_xor.Scalar: _bitwise_scalar(aten.bitwise_xor.Tensor),
     aten.hypot.default: _hypot,
     aten.addmv.default: _addmv,
     aten.addbmm.default: _addbmm,
