@@ -27,6 +27,7 @@ from iree.compiler.tools.binaries import find_tool
 from kiln.errors import KilnError
 
 from .scratch import remove_stale, stamped
+from .stages import ELIDED_WEIGHT
 from .usage import run_child
 
 STAGE = "vmfb"
@@ -35,7 +36,6 @@ STAGE = "vmfb"
 _DUMP_PRINT_FLAGS = ("--mlir-elide-resource-strings-if-larger=256", "--mlir-elide-elementsattrs-if-larger=64")
 # LLVM's crash handler prints this, then exits with 256 - signal instead of dying by the signal.
 _CRASH_MARKER = "Stack dump:"
-_ELIDED = "__elided__"  # how a dump marks a weight it leaves out (compiler/stages: DUMP_RESOURCE_LIMIT)
 _CRASHED_PASS = re.compile(r"::(\w+Pass)::runOnOperation")  # the backtrace's innermost pass
 _PHASE_FILE = re.compile(r"\.(\d+)\.([\w-]+)\.mlir$")  # "<module name>.<number>.<phase>.mlir"
 
@@ -172,7 +172,7 @@ def _failure(result: subprocess.CompletedProcess[str], flags: list[str], reprodu
     rerun = None
     if reproducer is not None:
         rerun = f"iree-compile {reproducer} {' '.join(flags)} -o out.vmfb"
-        if reproducer.is_file() and _ELIDED in reproducer.read_text():
+        if reproducer.is_file() and ELIDED_WEIGHT in reproducer.read_text():
             rerun += " (after recompiling with --params external: this dump leaves its large weights out)"
     errors = [line.strip() for line in result.stderr.splitlines() if "error:" in line]
     if result.returncode == -signal.SIGXFSZ:

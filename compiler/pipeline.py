@@ -24,7 +24,17 @@ from .capture import Exported
 from .iree_backend import IreeRun
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
-from .stages import DUMP_RESOURCE_LIMIT, Program, StageContext, aten, exported, pass_groups, shorten, vmfb
+from .stages import (
+    DUMP_RESOURCE_LIMIT,
+    ELIDED_WEIGHT,
+    Program,
+    StageContext,
+    aten,
+    exported,
+    pass_groups,
+    shorten,
+    vmfb,
+)
 from .usage import Usage, measured
 
 
@@ -221,7 +231,7 @@ def _starting_point(
     if not path.is_file():
         raise KilnError(f"--start-from {path}: no such file", stage="options")
     text = path.read_text()
-    if "__elided__" in text:
+    if ELIDED_WEIGHT in text:
         raise KilnError(
             f"--start-from {path}: this dump leaves out large weights (over {DUMP_RESOURCE_LIMIT // 2 >> 10} KiB), "
             "so it cannot be compiled",

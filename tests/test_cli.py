@@ -129,6 +129,15 @@ def test_start_from_needs_a_stage_dump(tmp_path):
     assert invoke("compile").exit_code == 2  # neither MODEL_FILE nor --start-from
 
 
+def test_start_from_a_dump_without_its_weights_says_how_to_get_one(tmp_path):
+    dump = tmp_path / "03-simplified.mlir"
+    dump.write_text("%w = torch.vtensor.literal(dense_resource<__elided__> : tensor<1024x1024xf32>)\n")
+    result = invoke("compile", "--start-from", dump)
+    assert result.exit_code == 1
+    assert "this dump leaves out large weights (over 512 KiB), so it cannot be compiled" in result.output
+    assert "compile with --params external" in result.output
+
+
 def test_help_imports_nothing_heavy():
     """`kiln --help` and `kiln compile --help` must stay instant: no torch, MLIR, IREE or Triton import."""
     script = (

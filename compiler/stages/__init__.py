@@ -45,6 +45,7 @@ class Program:
 
 
 DUMP_RESOURCE_LIMIT = 1 << 20  # characters of hex: weights of about 512 KiB and more are elided in dumps
+ELIDED_WEIGHT = "__elided__"  # what MLIR prints in a dump in place of such a weight
 
 
 @dataclass
