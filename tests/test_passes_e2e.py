@@ -60,6 +60,10 @@ CASES: dict[str, tuple[Callable[..., object], tuple[Callable[[], torch.Tensor], 
         (lambda: floats(4, 8), lambda: floats(2, 3, 4)),
     ),
     "fold-reshape-chain": (lambda x: x.reshape(32).view(8, 4).unsqueeze(0).squeeze(0) + 1, (lambda: floats(4, 8),)),
+    "rotary-as-gather": (  # Phi's rotary over the first 4 of each head's 10 dims, as transformers writes it
+        lambda q, cos, sin: partial_rotary(q, cos, sin) * 2,
+        (lambda: floats(2, 3, 5, 10), lambda: floats(1, 1, 5, 4), lambda: floats(1, 1, 5, 4)),
+    ),
     "expand-pow-small": (lambda x, y: x**2 + y.pow(2) * y.pow(3.0), (lambda: floats(4, 8), lambda: floats(4, 8))),
     "slice-strided-pointwise-conv": (  # a downsampling shortcut of odd size, as in ResNet, fed by another op
         lambda x, w: (F.conv2d(torch.relu(x + 1), w, stride=(2, 3)), F.conv3d(x.unsqueeze(2), w.unsqueeze(2), stride=2)),
@@ -74,6 +78,14 @@ CASES: dict[str, tuple[Callable[..., object], tuple[Callable[[], torch.Tensor], 
         (lambda: floats(4, 8), lambda: floats(8)),
     ),
 }
+
+
+def partial_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    def rotate_half(y: torch.Tensor) -> torch.Tensor:
+        return torch.cat((-y[..., y.shape[-1] // 2 :], y[..., : y.shape[-1] // 2]), dim=-1)
+
+    rotated, passed = x[..., : cos.shape[-1]], x[..., cos.shape[-1] :]
+    return torch.cat((rotated * cos + rotate_half(rotated) * sin, passed), dim=-1)
 
 
 def inputs_for(makers: tuple[Callable[[], torch.Tensor], ...], seed: int) -> tuple[torch.Tensor, ...]:
