@@ -132,23 +132,35 @@ def _compile_conv(conv: Conv2d, tiles: Tiles) -> Kernel:
         return _compile_stencil(conv, tiles, _conv_pointers(conv), "kiln_dwconv")
     if conv.p <= 0 or conv.q <= 0:
         raise Unsupported("an empty output")
+    constants, programs = conv_constants(conv, tiles), conv_programs(conv, tiles)
+    return _compile(_fixed("kiln_conv2d"), _conv_pointers(conv), constants, conv, tiles, (programs, 1, 1), "kiln_conv")
+
+
+def conv_constants(conv: Conv2d, tiles: Tiles) -> dict[str, object]:
+    """kiln_conv2d's constants: C and K_OUT are one group's channels (all of them where groups is 1)."""
+    per_group = conv.c // conv.groups
     weight_layout = "krsc" if conv.layout == "nhwc" else "kcrs"
     x = _strides(conv.layout, dict(n=conv.n, h=conv.h, w=conv.w, c=conv.c))
-    w = _strides(weight_layout, dict(k=conv.k_out, r=conv.r, s=conv.s, c=conv.c))
+    w = _strides(weight_layout, dict(k=conv.k_out, r=conv.r, s=conv.s, c=per_group))
     y = _strides(conv.result_layout.replace("c", "k"), dict(n=conv.n, h=conv.p, w=conv.q, k=conv.k_out))
-    constants = dict(
-        BATCH=conv.n, H=conv.h, W=conv.w, C=conv.c, K_OUT=conv.k_out, R=conv.r, S=conv.s, P=conv.p, Q=conv.q,
+    return dict(
+        BATCH=conv.n, H=conv.h, W=conv.w, C=per_group, K_OUT=conv.k_out // conv.groups, R=conv.r, S=conv.s,
+        P=conv.p, Q=conv.q,
         STRIDE_H=conv.stride[0], STRIDE_W=conv.stride[1], PAD_H=conv.padding[0], PAD_W=conv.padding[1],
         DIL_H=conv.dilation[0], DIL_W=conv.dilation[1],
         X_SN=x["n"], X_SC=x["c"], X_SH=x["h"], X_SW=x["w"],
         W_SK=w["k"], W_SC=w["c"], W_SR=w["r"], W_SS=w["s"],
         Y_SN=y["n"], Y_SK=y["k"], Y_SP=y["h"], Y_SQ=y["w"],
         BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, GROUP_M=tiles.group_m,
-        PRECISION=conv.precision or "ieee", CHANNEL_STEPS=conv.c >= tiles.block_k, **_clamp(conv),
+        PRECISION=conv.precision or "ieee", CHANNEL_STEPS=per_group >= tiles.block_k, **_clamp(conv),
+        GROUPS=conv.groups,
     )  # fmt: skip
+
+
+def conv_programs(conv: Conv2d, tiles: Tiles) -> int:
+    """kiln_conv2d's launch: one program per tile of each group's implicit GEMM."""
     rows, cols, _ = conv.gemm
-    programs = math.ceil(rows / tiles.block_m) * math.ceil(cols / tiles.block_n)
-    return _compile(_fixed("kiln_conv2d"), _conv_pointers(conv), constants, conv, tiles, (programs, 1, 1), "kiln_conv")
+    return conv.groups * math.ceil(rows / tiles.block_m) * math.ceil(cols / tiles.block_n)
 
 
 def _conv_pointers(conv: Conv2d) -> tuple[str, ...]:

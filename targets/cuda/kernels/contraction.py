@@ -104,8 +104,9 @@ class Conv2d(_Window):
     """y = conv2d(x, w) in PyTorch's NCHW/KCRS; `layout` is how the kernel reads it: "nchw" (the tensors
     as they are) or "nhwc" (activations and result transposed to NHWC and the weights to KRSC around
     the kernel). 16-bit inputs accumulate in f32; f32 runs with `precision`. `groups` is 1 (an implicit
-    GEMM on tensor cores) or, for a depthwise convolution, the channel count (c == k_out, one filter
-    per channel: no GEMM, a stencil of f32 FMAs, so f32 runs "ieee")."""
+    GEMM on tensor cores), more (RegNet, ResNeXt: one implicit GEMM per group, side by side) or, for a
+    depthwise convolution, the channel count (c == k_out, one filter per channel: no GEMM, a stencil of
+    f32 FMAs, so f32 runs "ieee")."""
 
     n: int
     c: int
@@ -134,7 +135,7 @@ class Conv2d(_Window):
 
     @property
     def depthwise(self) -> bool:
-        return self.groups > 1
+        return self.groups > 1 and self.groups == self.c == self.k_out
 
     @property
     def fused(self) -> bool:
@@ -176,8 +177,8 @@ class Conv2d(_Window):
 
     @property
     def gemm(self) -> tuple[int, int, int]:
-        """The implicit GEMM's (M, N, K): output pixels, output channels, filter taps times channels."""
-        return self.n * self.p * self.q, self.k_out, self.r * self.s * (self.c // self.groups)
+        """One group's implicit GEMM (M, N, K): output pixels, output channels, filter taps times channels."""
+        return self.n * self.p * self.q, self.k_out // self.groups, self.r * self.s * (self.c // self.groups)
 
     @property
     def label(self) -> str:

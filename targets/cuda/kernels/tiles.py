@@ -159,11 +159,11 @@ def gemv_tiles(mm: Matmul) -> Tiles:
 
 def default_layout(contraction: Contraction) -> str:
     """NHWC for convolutions that step through channels (NCHW reads measured 2-10x slower there); NCHW
-    for few channels (an RGB stem, C < 16), where every NHWC variant of the flat path that the device
+    for few channels (an RGB stem; a group's channels, C / groups < 16), where every NHWC variant of the flat path that the device
     run tried with 4 warps computed wrong results and every NCHW one was right."""
     if isinstance(contraction, Matmul):
         return "nk"
-    return "nhwc" if contraction.c >= 16 else "nchw"
+    return "nhwc" if contraction.c // contraction.groups >= 16 else "nchw"
 
 
 def default_tiles(contraction: Contraction, layout: str) -> Tiles:
@@ -176,7 +176,8 @@ def default_tiles(contraction: Contraction, layout: str) -> Tiles:
 
 def _programs(contraction: Contraction, tiles: Tiles) -> int:
     rows, cols, _ = contraction.gemm
-    return math.ceil(rows / tiles.block_m) * math.ceil(cols / tiles.block_n)
+    groups = contraction.groups if isinstance(contraction, Conv2d) else 1
+    return groups * math.ceil(rows / tiles.block_m) * math.ceil(cols / tiles.block_n)
 
 
 def candidates(contraction: Contraction, layout: str, count: int = 3) -> list[Tiles]:
@@ -196,8 +197,9 @@ def candidates(contraction: Contraction, layout: str, count: int = 3) -> list[Ti
     for t in pool:  # no tile wider than the (power-of-two rounded) output, nor a K step past the reduction
         block_n = min(t.block_n, max(16, 1 << (cols - 1).bit_length()))
         block_k = min(t.block_k, max(16, 1 << (depth - 1).bit_length()))
-        if isinstance(contraction, Conv2d) and layout == "nhwc" and 16 <= contraction.c < block_k:
-            block_k = 1 << (contraction.c.bit_length() - 1)  # whole channel chunks where there are enough
+        channels = contraction.c // contraction.groups if isinstance(contraction, Conv2d) else 0
+        if layout == "nhwc" and 16 <= channels < block_k:
+            block_k = 1 << (channels.bit_length() - 1)  # whole channel chunks where there are enough
         if t.block_m >= 64 or rows <= 64:  # 16-row tiles only for skinny outputs
             fitted.append(Tiles(t.block_m, block_n, block_k, t.num_warps, t.num_stages, t.group_m))
     fitted = list(dict.fromkeys(fitted))

@@ -155,18 +155,24 @@ def kiln_conv2d(
     Y_SN: tl.constexpr, Y_SK: tl.constexpr, Y_SP: tl.constexpr, Y_SQ: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     PRECISION: tl.constexpr, CHANNEL_STEPS: tl.constexpr, CLAMP_LO: tl.constexpr, CLAMP_HI: tl.constexpr,
+    GROUPS: tl.constexpr,
 ):  # fmt: skip
     """Implicit GEMM: rows are output pixels (n, p, q), columns output channels, the reduction runs over
     (r, s, c). With CHANNEL_STEPS (C >= BLOCK_K), one loop step is one filter tap (r, s) and BLOCK_K
     consecutive channels, so the loads run along c; otherwise (few channels, e.g. an RGB stem) each
-    step takes BLOCK_K consecutive (r, s, c) indices. Taps outside the image read as zero (padding)."""
+    step takes BLOCK_K consecutive (r, s, c) indices. Taps outside the image read as zero (padding).
+    A grouped convolution is GROUPS such GEMMs side by side, C and K_OUT the channels of one group:
+    group g reads input channels [g*C, (g+1)*C) and writes output channels [g*K_OUT, (g+1)*K_OUT)."""
     M: tl.constexpr = BATCH * P * Q
-    tile_m, tile_n = _tile_of(tl.program_id(0), M, K_OUT, BLOCK_M, BLOCK_N, GROUP_M)
+    per_group: tl.constexpr = tl.cdiv(M, BLOCK_M) * tl.cdiv(K_OUT, BLOCK_N)
+    group = tl.program_id(0) // per_group
+    tile_m, tile_n = _tile_of(tl.program_id(0) % per_group, M, K_OUT, BLOCK_M, BLOCK_N, GROUP_M)
     rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    safe_cols = tl.where(cols < K_OUT, cols, 0)
+    local_cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    cols = group * K_OUT + local_cols
+    safe_cols = group * K_OUT + tl.where(local_cols < K_OUT, local_cols, 0)
     image, p, q, h0, w0 = _output_pixels(rows, P, Q, STRIDE_H, STRIDE_W, PAD_H, PAD_W)
-    x_rows = x_ptr + image * X_SN
+    x_rows = x_ptr + image * X_SN + group * C * X_SC
     w_cols = w_ptr + safe_cols * W_SK
     ks = tl.arange(0, BLOCK_K)
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -205,7 +211,7 @@ def kiln_conv2d(
             acc = tl.dot(a, b, acc, input_precision=PRECISION)
     acc = _channel_epilogue(acc, safe_cols, scale_ptr, shift_ptr, CLAMP_LO, CLAMP_HI)
     y_ptrs = y_ptr + (image * Y_SN + p * Y_SP + q * Y_SQ)[:, None] + cols[None, :] * Y_SK
-    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < K_OUT))
+    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (local_cols[None, :] < K_OUT))
 
 
 # Filters of more taps than this loop over their rows at run time: unrolled whole, a 7x7 filter's 49

@@ -16,8 +16,9 @@ Eligible, with static shapes:
 - `aten.bmm(A, broadcast_to(B, [b, k, n]))` of a 2-D B (one weight for every batch: the in-projection
   of nn.MultiheadAttention on batch-first inputs) is first rewritten as the one matmul it is:
   `view(mm(view(A, [b*m, k]), B), [b, m, n])`.
-- `aten.convolution` in 2-D, not transposed, groups 1 (an implicit GEMM) or depthwise (groups = input
-  channels = output channels: MobileNet's 3x3 stencils, which f32 computes in plain f32 FMAs, "ieee"),
+- `aten.convolution` in 2-D, not transposed, groups 1 (an implicit GEMM), grouped (RegNet's and
+  ResNeXt's 3x3s: an implicit GEMM per group) or depthwise (groups = input channels = output channels:
+  MobileNet's 3x3 stencils, which f32 computes in plain f32 FMAs, "ieee"),
   with its channel epilogue: the per-channel affine ops after it (batch norm in inference, a bias;
   in the convolution's dtype or in f32) and a clamp by constants (ReLU, ReLU6), each the only user of
   the one before. The function takes their vectors and the kernel applies them to its accumulator.
@@ -381,7 +382,7 @@ def _match_conv(op: ir.Operation, precision: str) -> Match | None:
     n, c, h, width = x_type.shape
     k_out, per_group, r, s = w_type.shape
     depthwise = groups == c == k_out and per_group == 1 and c > 1
-    if groups != 1 and not depthwise:
+    if groups < 1 or c % groups or k_out % groups or per_group != c // groups:
         return None
     epilogue = _channel_epilogue(op, k_out)
     final = static_type(epilogue.ops[-1].results[0]) if epilogue.ops else result

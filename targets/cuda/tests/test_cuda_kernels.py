@@ -105,10 +105,11 @@ LAYER_NORM = RowProgram(
         (Attention(8, 12, 1024, 1024, 64, "bf16", True, 0.125, "", "bshd", "bshd"), Tiles(128, 64, 64, 4, 3), "wgmma"),
         (Attention(2, 4, 50, 40, 32, "f32", False, 0.3, "tf32x3"), Tiles(64, 32, 32, 4, 2), "ex2.approx"),
         (Conv2d(2, 96, 28, 28, 96, 3, 3, (2, 2), (1, 1), (1, 1), "f32", "f32", "ieee", layout="nhwc", groups=96), Tiles(32, 32, 1, 4, 1), "fma.rn.f32"),
+        (Conv2d(8, 512, 14, 14, 512, 3, 3, (1, 1), (1, 1), (1, 1), "bf16", "bf16", layout="nhwc", groups=8), Tiles(128, 64, 64, 4, 4), "wgmma"),
         (MaxPool2d(2, 64, 28, 28, 3, 3, (2, 2), (1, 1), (1, 1), "bf16", layout="nhwc"), Tiles(32, 64, 1, 4, 1), "max.NaN.bf16x2"),
         (LAYER_NORM, Tiles(1, 1024, 1, 4, 1), "shfl.sync.bfly"),
     ],
-    ids=["bf16-matmul", "f32-skinny", "bf16-gemv", "bf16-conv", "bf16-attention", "f32-attention", "f32-depthwise", "bf16-maxpool", "bf16-layer-norm"],
+    ids=["bf16-matmul", "f32-skinny", "bf16-gemv", "bf16-conv", "bf16-attention", "f32-attention", "f32-depthwise", "bf16-grouped-conv", "bf16-maxpool", "bf16-layer-norm"],
 )
 def test_triton_compiles_sm90a_ptx_with_iree_calling_convention(contraction, tiles, instruction):
     kernel = compile_kernel(contraction, tiles)
@@ -162,6 +163,16 @@ def test_depthwise_kernel_matches_torch_in_tritons_interpreter():
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
     assert result.stdout.count("max abs error") == 4 and "max pool 7x7: equal" in result.stdout
+
+
+def test_grouped_conv_kernel_matches_torch_in_tritons_interpreter():
+    """The implicit-GEMM convolution kernel's groups without a GPU (RegNet's grouped 3x3s): several groups
+    in NHWC and NCHW, on its channel-step and flat paths, with a fused epilogue, and groups 1, against
+    PyTorch (conv_interpreted.py)."""
+    script = Path(__file__).with_name("conv_interpreted.py")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    assert result.stdout.count("max abs error") == 4
 
 
 def test_attention_kernel_masks_match_torch_in_tritons_interpreter():

@@ -157,6 +157,30 @@ module {
 
 // -----
 
+// A grouped convolution (2 groups of 2 channels; RegNet's and ResNeXt's 3x3s are 64 channels a group):
+// one implicit GEMM a group, in one kernel.
+// CHECK-LABEL: func.func @grouped
+// CHECK:         call @kiln_conv2d_0(%arg0, %arg1) : (!torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[4,2,3,3],f32>) -> !torch.vtensor<[1,4,8,8],f32>
+// CHECK:       func.func private @kiln_conv2d_0
+// CHECK-SAME:    c = 4 : i64, {{.*}} groups = 2 : i64, {{.*}} k_out = 4 : i64, kind = "conv2d", {{.*}} precision = "tf32"
+// CHECK:         %[[G:.*]] = torch.constant.int 2
+// CHECK:         torch.aten.convolution %arg0, %arg1, %none, {{.*}}, %[[G]]
+module {
+  func.func @grouped(%x: !torch.vtensor<[1,4,8,8],f32>, %w: !torch.vtensor<[4,2,3,3],f32>) -> !torch.vtensor<[1,4,8,8],f32> {
+    %none = torch.constant.none
+    %false = torch.constant.bool false
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int2 = torch.constant.int 2
+    %ones = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
+    %zeros = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %y = torch.aten.convolution %x, %w, %none, %ones, %ones, %ones, %false, %zeros, %int2 : !torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[4,2,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[1,4,8,8],f32>
+    return %y : !torch.vtensor<[1,4,8,8],f32>
+  }
+}
+
+// -----
+
 // A convolution's channel epilogue goes into its function: batch norm's per-channel steps (the
 // vectors [C, 1, 1] become operands), a rounding back to bf16, then ReLU6 as maximum/minimum by
 // constants. The call replaces the last of them; the body replays them after the convolution.
@@ -235,7 +259,7 @@ module {
 
 // -----
 
-// Must not fire: a grouped convolution that is not depthwise (2 channels a group), dynamic shapes, a mixed-precision mm
+// Must not fire: a transposed convolution, dynamic shapes, a mixed-precision mm
 // (only one operand upcast).
 // CHECK-LABEL: func.func @not_eligible
 // CHECK-NOT:     call @kiln
@@ -244,7 +268,7 @@ module {
 // CHECK:         torch.aten.mm
 // CHECK-NOT:   func.func private
 module {
-  func.func @not_eligible(%x: !torch.vtensor<[1,4,8,8],f32>, %w: !torch.vtensor<[4,2,3,3],f32>, %a: !torch.vtensor<[?,64],f32>, %b: !torch.vtensor<[64,32],f32>, %c: !torch.vtensor<[8,64],f32>, %d: !torch.vtensor<[64,32],bf16>) -> (!torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[?,32],f32>, !torch.vtensor<[8,32],f32>) {
+  func.func @not_eligible(%x: !torch.vtensor<[1,4,8,8],f32>, %w: !torch.vtensor<[4,4,3,3],f32>, %a: !torch.vtensor<[?,64],f32>, %b: !torch.vtensor<[64,32],f32>, %c: !torch.vtensor<[8,64],f32>, %d: !torch.vtensor<[64,32],bf16>) -> (!torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[?,32],f32>, !torch.vtensor<[8,32],f32>) {
     %none = torch.constant.none
     %false = torch.constant.bool false
     %int0 = torch.constant.int 0
@@ -253,7 +277,8 @@ module {
     %int6 = torch.constant.int 6
     %ones = torch.prim.ListConstruct %int1, %int1 : (!torch.int, !torch.int) -> !torch.list<int>
     %zeros = torch.prim.ListConstruct %int0, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
-    %y = torch.aten.convolution %x, %w, %none, %ones, %ones, %ones, %false, %zeros, %int2 : !torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[4,2,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[1,4,8,8],f32>
+    %true = torch.constant.bool true
+    %y = torch.aten.convolution %x, %w, %none, %ones, %ones, %ones, %true, %zeros, %int1 : !torch.vtensor<[1,4,8,8],f32>, !torch.vtensor<[4,4,3,3],f32>, !torch.none, !torch.list<int>, !torch.list<int>, !torch.list<int>, !torch.bool, !torch.list<int>, !torch.int -> !torch.vtensor<[1,4,8,8],f32>
     %mm = torch.aten.mm %a, %b : !torch.vtensor<[?,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[?,32],f32>
     %d32 = torch.aten.to.dtype %d, %int6, %false, %false, %none : !torch.vtensor<[64,32],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[64,32],f32>
     %mixed = torch.aten.mm %c, %d32 : !torch.vtensor<[8,64],f32>, !torch.vtensor<[64,32],f32> -> !torch.vtensor<[8,32],f32>
