@@ -223,6 +223,22 @@ def test_tiles_come_from_the_h100_run_where_measured():
     assert choose(Conv2d(4, 64, 32, 32, 8, 3, 3, (1, 1), (1, 1), (1, 1), "bf16", "bf16")).layout == "nhwc"
 
 
+@pytest.mark.parametrize(
+    ("m", "n", "k", "expected"),
+    [
+        (4096, 896, 896, Tiles(128, 128, 64, 8, 3)),  # 256-wide tiles would compute 1,024 columns of 896
+        (6304, 768, 3072, Tiles(128, 128, 64, 8, 3)),  # 768 columns: no 256-wide tiles below 1,024
+        (4096, 8192, 2048, Tiles(128, 256, 64, 8, 3)),  # wide and plenty of programs
+        (25088, 192, 768, Tiles(128, 64, 64, 4, 4)),  # 192 columns: 64-wide tiles pad none
+        (2048, 768, 768, Tiles(64, 128, 64, 4, 4)),  # 128x128 tiles give 96 programs for 132 SMs
+        (4096, 128, 896, Tiles(64, 64, 64, 4, 4)),  # no tile fills every SM: the smallest
+    ],
+)
+def test_16_bit_matmul_tiles_pad_columns_least_then_fill_the_gpu(m, n, k, expected):
+    chosen = choose(Matmul(m, n, k, "bf16", "bf16", "nk"))
+    assert chosen.tiles == expected and "heuristic" in chosen.why
+
+
 # -- a cuda compile on Hopper ------------------------------------------------------------------------
 
 
