@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .contract import HEAD_DIMS
-from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram
+from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram, results
 from .tiles import SMALL_M, Tiles
 
 TRITON_VERSION = "3.9.0"  # the version the ABI trim below was written against and the GPU run used
@@ -75,7 +75,7 @@ def check(contraction: Contraction) -> None:
     if (kind, contraction.dtype, contraction.precision) not in CHECKED:
         precision = f" with {contraction.precision}" if contraction.precision else ""
         raise Unsupported(f"{contraction.dtype} {kind}{precision} kernels have not been checked on a GPU yet")
-    for shape in (*contraction.operand_shapes(), contraction.result_shape()):
+    for shape in (*contraction.operand_shapes(), *(shape for shape, _ in results(contraction))):
         if math.prod(shape) > MAX_INT32:
             raise Unsupported(f"an operand of {math.prod(shape)} elements: the kernels' offsets are 32-bit")
         if 0 in shape:
@@ -242,7 +242,7 @@ def _compile_rows(program: RowProgram, tiles: Tiles) -> Kernel:
     """Tiles: block_m rows a program, block_n the power of two the row is padded to."""
     from . import row_source
 
-    pointers = (*(f"in{index}" for index in range(len(program.inputs))), "out")
+    pointers = (*(f"in{index}" for index in range(len(program.inputs))), "out", *(f"also{index}" for index in range(len(program.outputs))))
     constants = dict(R=program.rows, H=program.width, BLOCK_R=tiles.block_m, BLOCK_H=tiles.block_n)
     grid = (math.ceil(program.rows / tiles.block_m), 1, 1)
     with tempfile.TemporaryDirectory(prefix="kiln-rows-") as folder:
@@ -290,7 +290,7 @@ def _compile(
     from triton.compiler import ASTSource
 
     entry = prefix + "_" + re.sub(r"[^A-Za-z0-9_]", "_", f"{contraction.label}_{tiles.label}")
-    dtypes = (*contraction.operand_dtypes(), contraction.out_dtype)
+    dtypes = (*contraction.operand_dtypes(), *(dtype for _, dtype in results(contraction)))
     signature = {name: f"*{_TRITON_TYPES[dtype]}" for name, dtype in zip(pointers, dtypes, strict=True)}
     constexprs = dict(constants)
     for optional in ("bias_ptr", "mask_ptr", "scale_ptr", "shift_ptr", "w_ptr"):  # an operand the kernel is not given compiles away

@@ -352,12 +352,15 @@ class RowProgram:
     after it (a bias, a GELU, a residual add), a softmax, read and written once. Each input is the result's full shape,
     one value per row (`shape[:-1] + (1,)`) or one per column (`(width,)`, broadcast over the rows).
     Each step is (op, dtype, operands...): computed in f32 from its operands, then rounded to its
-    dtype, as PyTorch computes each op; the last step is the result."""
+    dtype, as PyTorch computes each op; the last step is the result. `outputs` are steps (by index)
+    whose values the model also reads elsewhere (a pre-norm block's residual sum, which feeds the
+    norm and the next residual add): stored as further results, after the last step's."""
 
     shape: tuple[int, ...]
     inputs: tuple[tuple[tuple[int, ...], str], ...]  # (shape, dtype) of each
     steps: tuple[tuple[Any, ...], ...]  # (op, dtype, *operands), operands as `Operand`
     precision: str = ""
+    outputs: tuple[int, ...] = ()
 
     @property
     def rows(self) -> int:
@@ -384,6 +387,10 @@ class RowProgram:
     def result_shape(self) -> tuple[int, ...]:
         return self.shape
 
+    def extra_results(self) -> tuple[tuple[tuple[int, ...], str], ...]:
+        """(shape, dtype) of each further result (`outputs`)."""
+        return tuple((self.shape, self.steps[index][1]) for index in self.outputs)
+
     def role(self, index: int) -> str:
         """How input `index` spans the rows: "full", "row" (one value per row) or "column"."""
         shape = self.inputs[index][0]
@@ -398,11 +405,19 @@ class RowProgram:
     @property
     def shape_key(self) -> str:
         """Rows x width, the dtype and a digest of the steps (different programs, different kernels)."""
-        digest = hashlib.sha256(json.dumps([self.inputs, self.steps]).encode()).hexdigest()[:8]
+        described = [self.inputs, self.steps, *([list(self.outputs)] if self.outputs else [])]
+        digest = hashlib.sha256(json.dumps(described).encode()).hexdigest()[:8]
         return f"rows{self.rows}x{self.width}-{self.dtype}-{len(self.steps)}ops-{digest}"
 
 
 Contraction = Matmul | Conv2d | MaxPool2d | Attention | RowProgram
+
+
+def results(contraction: Contraction) -> tuple[tuple[tuple[int, ...], str], ...]:
+    """(shape, dtype) of each result a kernel writes, in binding order: the result, then a row
+    program's further `outputs`."""
+    extra = contraction.extra_results() if isinstance(contraction, RowProgram) else ()
+    return ((contraction.result_shape(), contraction.out_dtype), *extra)
 
 
 def from_description(description: Mapping[str, Any]) -> Contraction:
@@ -430,5 +445,6 @@ def from_description(description: Mapping[str, Any]) -> Contraction:
             tuple(fields["shape"]),
             tuple((tuple(shape), dtype) for shape, dtype in fields["inputs"]),
             tuple(tuple(step) for step in fields["steps"]),
+            outputs=tuple(fields.get("outputs", ())),
         )
     raise ValueError(f"unknown contraction kind {kind!r}")

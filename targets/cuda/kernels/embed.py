@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .build import Kernel
-from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d
+from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, results
 
 # The target of the PTX object; IREE matches objects to the module's executable variants by it.
 EXECUTABLE_TARGET = '#hal.executable.target<"cuda", "cuda-nvptx-fb">'
@@ -27,10 +27,11 @@ EXECUTABLE_TARGET = '#hal.executable.target<"cuda", "cuda-nvptx-fb">'
 
 @dataclass(frozen=True)
 class Signature:
-    """The outlined function's operand and result types, as printed (`!torch.vtensor<[8,64],f32>`)."""
+    """The outlined function's operand and result types, as printed (`!torch.vtensor<[8,64],f32>`):
+    one result, or a row program's several."""
 
     operands: tuple[str, ...]
-    result: str
+    results: tuple[str, ...]
 
 
 def executable(kernel: Kernel, name: str) -> str:
@@ -39,7 +40,7 @@ def executable(kernel: Kernel, name: str) -> str:
     operands = len(kernel.contraction.operand_shapes())
     bindings = ",\n      ".join(
         ['#hal.pipeline.binding<storage_buffer, "ReadOnly|Indirect">'] * operands
-        + ["#hal.pipeline.binding<storage_buffer, Indirect>"]
+        + ["#hal.pipeline.binding<storage_buffer, Indirect>"] * len(results(kernel.contraction))
     )
     x, y, z = kernel.grid
     return f"""  hal.executable.source private @{name} <{{objects = #hal.executable.objects<{{
@@ -77,28 +78,33 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
         operands[1] = body.permute(operands[1], signature.operands[1], [1, 0])  # B[K, N]: the kernel reads W[N, K]
     if isinstance(contraction, Attention) and contraction.mask == "bool":  # the kernel reads bytes
         operands[3] = body.to_int8(operands[3], signature.operands[3])
-    result_shape, out_dtype = contraction.result_shape(), contraction.out_dtype
+    written = results(contraction)
     dtypes = contraction.operand_dtypes()
     types = [_tensor(shape, dtype) for shape, dtype in zip(shapes, dtypes, strict=True)]
     torch_types = [_vtensor(shape, "si8" if dtype == "i8" else dtype) for shape, dtype in zip(shapes, dtypes, strict=True)]
     built = [body.to_builtin(value, torch_type, type_) for value, torch_type, type_ in zip(operands, torch_types, types, strict=True)]
+    result_types = [_tensor(shape, dtype) for shape, dtype in written]
     dispatched = body.line(
         f"flow.dispatch @{executable_name}::@{kernel.entry}({', '.join(built)}) : "
-        f"({', '.join(types)}) -> {_tensor(result_shape, out_dtype)}"
+        f"({', '.join(types)}) -> {result_types[0] if len(written) == 1 else '(' + ', '.join(result_types) + ')'}",
+        count=len(written),
     )
-    result = body.line(
-        f"torch_c.from_builtin_tensor {dispatched} : {_tensor(result_shape, out_dtype)} -> {_vtensor(result_shape, out_dtype)}"
-    )
+    returned = [
+        body.line(f"torch_c.from_builtin_tensor {dispatched}{f'#{index}' if len(written) > 1 else ''} : {type_} -> {_vtensor(shape, dtype)}")
+        for index, (type_, (shape, dtype)) in enumerate(zip(result_types, written, strict=True))
+    ]
+    result, (result_shape, out_dtype) = returned[0], written[0]
     result_type = _vtensor(result_shape, out_dtype)
     if isinstance(described, Conv2d) and described.bias and not described.fused:  # added after the kernel
         result = body.add_bias(result, result_type, args[2], signature.operands[2], contraction)
     if isinstance(contraction, (Conv2d, MaxPool2d)) and contraction.result_layout == "nhwc":
         result = body.permute(result, result_type, [0, 3, 1, 2])
     header = ", ".join(f"{arg}: {type_}" for arg, type_ in zip(args, signature.operands, strict=True))
+    listed = ", ".join(signature.results)
     return (
-        f"  func.func private @{name}({header}) -> {signature.result} {{\n"
+        f"  func.func private @{name}({header}) -> {listed if len(signature.results) == 1 else '(' + listed + ')'} {{\n"
         + "".join(f"    {line}\n" for line in body.lines)
-        + f"    return {result} : {signature.result}\n  }}\n"
+        + f"    return {', '.join([result, *returned[1:]])} : {listed}\n  }}\n"
     )
 
 
@@ -109,9 +115,10 @@ class _Body:
         self.lines: list[str] = []
         self._ints: dict[int, str] = {}
 
-    def line(self, text: str) -> str:
+    def line(self, text: str, count: int = 1) -> str:
+        """`text` as the next line; its value, or with `count` results the name of all (`%3:2`)."""
         value = f"%{len(self.lines)}"
-        self.lines.append(f"{value} = {text}")
+        self.lines.append(f"{value}{f':{count}' if count > 1 else ''} = {text}")
         return value
 
     def int_(self, value: int) -> str:

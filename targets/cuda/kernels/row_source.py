@@ -36,8 +36,10 @@ _BINARY = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "t
 
 
 def source(program: RowProgram) -> str:
-    """The Triton source of the kernel computing `program`: `kiln_rows(in0, ..., out, R, H, BLOCK_R, BLOCK_H)`."""
+    """The Triton source of the kernel computing `program`:
+    `kiln_rows(in0, ..., out, also0, ..., R, H, BLOCK_R, BLOCK_H)`, `also<j>` its further outputs."""
     inputs = [f"in{index}" for index in range(len(program.inputs))]
+    also = [f"also{index}" for index in range(len(program.outputs))]
     lines = [
         "import triton",
         "import triton.language as tl",
@@ -50,7 +52,7 @@ def source(program: RowProgram) -> str:
         "",
         "",
         "@triton.jit",
-        f"def {ENTRY}({', '.join(inputs)}, out, R: tl.constexpr, H: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr):",
+        f"def {ENTRY}({', '.join([*inputs, 'out', *also])}, R: tl.constexpr, H: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_H: tl.constexpr):",
         "    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)[:, None]",
         "    columns = tl.arange(0, BLOCK_H)[None, :]",
         "    row_inside = rows < R",
@@ -72,6 +74,9 @@ def source(program: RowProgram) -> str:
         lines.append(f"    v{number} = {expression}")
     result = len(inputs) + len(program.steps) - 1
     lines.append(f"    tl.store(out + rows * H + columns, v{result}.to({_TRITON_DTYPES[program.out_dtype]}), mask=inside)")
+    for name, step in zip(also, program.outputs, strict=True):
+        dtype = _TRITON_DTYPES[program.steps[step][1]]
+        lines.append(f"    tl.store({name} + rows * H + columns, v{len(inputs) + step}.to({dtype}), mask=inside)")
     return "\n".join(lines) + "\n"
 
 

@@ -176,7 +176,7 @@ def outlined_functions(module: ir.Module) -> list[Outlined]:
             continue
         name = op.attributes["sym_name"].value
         signature = op.attributes["function_type"].value
-        types = Signature(tuple(str(t) for t in signature.inputs), str(signature.results[0]))
+        types = Signature(tuple(str(t) for t in signature.inputs), tuple(str(t) for t in signature.results))
         description = _python(op.attributes[ATTRIBUTE])
         found.append(Outlined(name, from_description(description), types, calls.get(name, 0)))
     return found

@@ -114,21 +114,31 @@ class Outliner:
         self.functions: dict[str, str] = {}  # description + types, as JSON -> function name
         self.taken = {op.attributes["sym_name"].value for op in _body(module) if "sym_name" in op.attributes}
 
-    def call(self, replaced: ir.Operation, description: dict[str, Any], operands: list[ir.Value], build_body: Any) -> None:
+    def call(
+        self,
+        replaced: ir.Operation,
+        description: dict[str, Any],
+        operands: list[ir.Value],
+        build_body: Any,
+        also: tuple[ir.Value, ...] = (),
+    ) -> None:
         """Make every use of `replaced`'s result read a call of the function `description` names,
-        taking `operands` (all defined before `replaced`) and computing its body with `build_body`."""
-        result_type = replaced.results[0].type
-        key = json.dumps([description, [str(value.type) for value in operands], str(result_type)], sort_keys=True)
+        taking `operands` (all defined before `replaced`) and computing its body with `build_body`
+        (which returns one value, or with `also` a list: the result, then one for each of `also`,
+        values whose uses the call's further results take over; all their users come after `replaced`)."""
+        result_types = [replaced.results[0].type, *(value.type for value in also)]
+        key = json.dumps([description, [str(value.type) for value in operands], [str(t) for t in result_types]], sort_keys=True)
         if key not in self.functions:
-            self.functions[key] = self._function(description, operands, result_type, build_body)
+            self.functions[key] = self._function(description, operands, result_types, build_body)
         with replaced.location, ir.InsertionPoint(replaced):
             callee = ir.FlatSymbolRefAttr.get(self.functions[key])
-            call = ir.Operation.create("func.call", results=[result_type], operands=operands, attributes={"callee": callee})
-        replaced.results[0].replace_all_uses_with(call.results[0])
+            call = ir.Operation.create("func.call", results=result_types, operands=operands, attributes={"callee": callee})
+        for value, result in zip([replaced.results[0], *also], call.results, strict=True):
+            value.replace_all_uses_with(result)
 
-    def _function(self, description: dict[str, Any], operands: list[ir.Value], result_type: ir.Type, build_body: Any) -> str:
+    def _function(self, description: dict[str, Any], operands: list[ir.Value], result_types: list[ir.Type], build_body: Any) -> str:
         name = _fresh(f"kiln_{description['kind']}", self.taken)
-        signature = ir.FunctionType.get([value.type for value in operands], [result_type])
+        signature = ir.FunctionType.get([value.type for value in operands], result_types)
         with ir.Location.unknown(), ir.InsertionPoint(_module_block(self.module)):
             function = ir.Operation.create(
                 "func.func",
@@ -142,8 +152,8 @@ class Outliner:
             )
             block = function.regions[0].blocks.append(*[value.type for value in operands])
             with ir.InsertionPoint(block):
-                result = build_body(Builder(), list(block.arguments))
-                ir.Operation.create("func.return", operands=[result])
+                built = build_body(Builder(), list(block.arguments))
+                ir.Operation.create("func.return", operands=built if isinstance(built, list) else [built])
         return name
 
 

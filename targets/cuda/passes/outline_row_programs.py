@@ -77,7 +77,8 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
         for region in regions:
             if compile_time_constants(region.inputs):
                 continue
-            outliner.call(region.ops[-1], region.description(), region.inputs, region.replay)
+            also = tuple(op.results[0] for op in region.exposed)
+            outliner.call(region.ops[-1], region.description(), region.inputs, region.replay, also)
             for index in reversed(range(len(region.ops))):  # users first
                 erase_with_unused_producers(region.ops[index], spared=region.ops[:index])
 
@@ -90,20 +91,26 @@ class _Region:
     ops: list[ir.Operation]
     inputs: list[ir.Value]
     steps: list[tuple[Any, ...]]
+    exposed: list[ir.Operation]  # ops of the region whose results are read outside it too
 
     def description(self) -> dict[str, Any]:
         inputs = [[list(shape_of(value)), dtype_of(value)] for value in self.inputs]
-        return {"kind": "rows", "shape": list(self.shape), "inputs": inputs, "steps": [list(step) for step in self.steps]}
+        described = {"kind": "rows", "shape": list(self.shape), "inputs": inputs, "steps": [list(step) for step in self.steps]}
+        if self.exposed:
+            described["outputs"] = [self.ops.index(op) for op in self.exposed]
+        return described
 
-    def replay(self, build: Builder, args: list[ir.Value]) -> ir.Value:
-        """The region's ops again, reading `args` for its inputs (IREE's code, where no kernel is used)."""
+    def replay(self, build: Builder, args: list[ir.Value]) -> ir.Value | list[ir.Value]:
+        """The region's ops again, reading `args` for its inputs (IREE's code, where no kernel is used):
+        the last op's result, then the exposed ops' results."""
         mapping = dict(zip(self.inputs, args, strict=True))
         for op in self.ops:
             operands = [mapping[value] if value in mapping else _cloned_constant(value) for value in op.operands]
             attributes = {named.name: named.attr for named in op.attributes}
             results = [result.type for result in op.results]  # max.dim's unused indices too
             mapping[op.results[0]] = ir.Operation.create(op.name, results=results, operands=operands, attributes=attributes).results[0]
-        return mapping[self.ops[-1].results[0]]
+        last = mapping[self.ops[-1].results[0]]
+        return [last, *(mapping[op.results[0]] for op in self.exposed)] if self.exposed else last
 
 
 def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | None:
@@ -114,6 +121,7 @@ def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | 
     if sink_step is None:
         return None
     members = {sink: sink_step}  # each op of the region -> its step, as _step reads it
+    exposed: list[ir.Operation] = []
     grown = True
     while grown:
         grown = False
@@ -123,9 +131,14 @@ def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | 
                 if candidate is None or candidate in members or candidate not in position:  # the same block only
                     continue
                 step = _step(candidate, shape)
-                if step is not None and all(use.owner in members for use in candidate.results[0].uses):
-                    members[candidate] = step
-                    grown = True
+                if step is None:
+                    continue
+                outside = [_operation(use.owner) for use in candidate.results[0].uses if use.owner not in members]
+                if outside and not (not exposed and _exposable(candidate, step, outside, sink, shape, position)):
+                    continue
+                members[candidate] = step
+                exposed += [candidate] if outside else []
+                grown = True
     ops = sorted(members, key=position.__getitem__)
     kinds = {kind for kind, _ in members.values()}
     if not kinds & set(REDUCTIONS) and not (kinds & set(TRANSCENDENTAL) and math.prod(shape) >= LONG_CHAIN_ELEMENTS):
@@ -144,7 +157,27 @@ def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | 
         kind, operands = members[op]
         steps.append((kind, dtype_of(op.results[0]), *(numbers[x] if isinstance(x, ir.Value) else x for x in operands)))
         numbers[op.results[0]] = len(inputs) + len(steps) - 1
-    return _Region(shape, ops, inputs, steps)
+    return _Region(shape, ops, inputs, steps, exposed)
+
+
+def _exposable(
+    op: ir.Operation,
+    step: tuple[str, list[ir.Value | float]],
+    outside: list[ir.Operation],
+    sink: ir.Operation,
+    shape: tuple[int, ...],
+    position: dict[ir.Operation, int],
+) -> bool:
+    """Whether `op`, read by `outside` ops too, may join the region as a further result: a sum over the
+    whole shape (a pre-norm block's residual add, which the norm and the next residual add read) whose
+    other readers all come after the region's last op, where the call will be."""
+    return step[0] == "add" and _role(op.results[0], shape) == "full" and all(
+        position.get(user, -1) > position[sink] for user in outside
+    )
+
+
+def _operation(owner: Any) -> ir.Operation:
+    return owner.operation if isinstance(owner, ir.OpView) else owner
 
 
 def _step(op: ir.Operation, shape: tuple[int, ...]) -> tuple[str, list[ir.Value | float]] | None:

@@ -720,7 +720,10 @@ def _rows_reference(kernel: Kernel, name: str) -> str:
     rows, width = c.rows, c.width
     tensor = {"full": f"tensor<{rows}x{width}xf32>", "row": f"tensor<{rows}xf32>", "column": f"tensor<{width}xf32>"}
     dims = {"full": "r, h", "row": "r", "column": "h"}
-    lines = [f"  func.func private @{name}({', '.join(f'%in{i}: {_tensor(shape, dtype)}' for i, (shape, dtype) in enumerate(c.inputs))}) -> {_tensor(c.shape, c.out_dtype)} {{"]
+    written = [(len(c.inputs) + len(c.steps) - 1, c.out_dtype), *((len(c.inputs) + step, c.steps[step][1]) for step in c.outputs)]
+    result_types = ", ".join(_tensor(c.shape, dtype) for _, dtype in written)
+    arguments = ", ".join(f"%in{i}: {_tensor(shape, dtype)}" for i, (shape, dtype) in enumerate(c.inputs))
+    lines = [f"  func.func private @{name}({arguments}) -> ({result_types}) {{"]
     roles: list[str] = []
 
     def generic(out: str, role: str, operands: list[tuple[str, str, str]], body: list[str], reduce: str = "", element: str = "f32") -> None:
@@ -788,14 +791,14 @@ def _rows_reference(kernel: Kernel, name: str) -> str:
             body.append("linalg.yield %y : f32")
         generic(f"v{number}", role, reads, body, reduce=_ROW_REDUCTIONS[op][1] if op in _ROW_REDUCTIONS else "")
         roles.append(role)
-    last = len(c.inputs) + len(c.steps) - 1
-    assert roles[last] == "full"
-    out = tensor["full"].replace("f32", c.out_dtype)
-    rounded = f"%y = arith.truncf %a0 : f32 to {c.out_dtype}" if c.out_dtype != "f32" else "%y = arith.addf %a0, %zero : f32"
-    generic("out", "full", [(f"%v{last}", "full", "f32")], [rounded, f"linalg.yield %y : {c.out_dtype}"], element=c.out_dtype)
     groups = [list(range(len(c.shape) - 1)), [len(c.shape) - 1]]
-    lines.append(f"    %r = tensor.expand_shape %out {groups} output_shape {list(c.shape)} : {out} into {_tensor(c.shape, c.out_dtype)}")
-    lines.extend([f"    return %r : {_tensor(c.shape, c.out_dtype)}", "  }", ""])
+    for index, (value, dtype) in enumerate(written):  # the result, then the further outputs
+        assert roles[value] == "full"
+        out = tensor["full"].replace("f32", dtype)
+        rounded = f"%y = arith.truncf %a0 : f32 to {dtype}" if dtype != "f32" else "%y = arith.addf %a0, %zero : f32"
+        generic(f"out{index}", "full", [(f"%v{value}", "full", "f32")], [rounded, f"linalg.yield %y : {dtype}"], element=dtype)
+        lines.append(f"    %r{index} = tensor.expand_shape %out{index} {groups} output_shape {list(c.shape)} : {out} into {_tensor(c.shape, dtype)}")
+    lines.extend([f"    return {', '.join(f'%r{index}' for index in range(len(written)))} : {result_types}", "  }", ""])
     return "\n".join(lines)
 
 

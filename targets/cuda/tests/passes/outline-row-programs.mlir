@@ -1,23 +1,24 @@
 // RUN: kiln opt %s --pass outline-row-programs --split-input-file | filecheck %s
 
-// gelu(x + b) + r, then a layer norm with weight and bias, as kiln's IR has them: one row program.
-// The function takes x, the three vectors and r in the order the ops read them; the steps number
-// the inputs first (0-4), then each step's result (5 on); constants are inline. `h`, read again after
-// the norm, stays outside and is an input. The body computes the same torch ops.
+// h = x + r, gelu(h + b) + r, then a layer norm with weight and bias, as kiln's IR has them: one row
+// program. The function takes x, r and the three vectors in the order the ops read them; the steps
+// number the inputs first (0-4), then each step's result (5 on); constants are inline. `h`, a sum read
+// again after the norm (as a pre-norm block's residual is), is computed in the program too and is its
+// second result (`outputs`: step 0). The body computes the same torch ops and returns both.
 // CHECK-LABEL: func.func @gelu_layer_norm
-// CHECK:         %[[H:.*]] = torch.aten.add.Tensor %arg0, %arg1
-// CHECK-NEXT:    %[[N:.*]] = call @kiln_rows_0(%[[H]], %arg3, %arg1, %arg2, %arg4) : (!torch.vtensor<[2,4,8],f32>, !torch.vtensor<[8],f32>, !torch.vtensor<[2,4,8],f32>, !torch.vtensor<[8],f32>, !torch.vtensor<[8],f32>) -> !torch.vtensor<[2,4,8],f32>
-// CHECK-NEXT:    %[[T:.*]] = torch.aten.mul.Tensor %[[H]], %[[H]]
-// CHECK-NEXT:    return %[[N]], %[[T]]
+// CHECK-NEXT:    %[[N:.*]]:2 = call @kiln_rows_0(%arg0, %arg1, %arg3, %arg2, %arg4) : (!torch.vtensor<[2,4,8],f32>, !torch.vtensor<[2,4,8],f32>, !torch.vtensor<[8],f32>, !torch.vtensor<[8],f32>, !torch.vtensor<[8],f32>) -> (!torch.vtensor<[2,4,8],f32>, !torch.vtensor<[2,4,8],f32>)
+// CHECK-NEXT:    %[[T:.*]] = torch.aten.mul.Tensor %[[N]]#1, %[[N]]#1
+// CHECK-NEXT:    return %[[N]]#0, %[[T]]
 // CHECK:       func.func private @kiln_rows_0
-// CHECK-SAME:    kiln.contraction = {inputs = {{\[}}{{\[}}[2, 4, 8], "f32"], {{\[}}[8], "f32"], {{\[}}[2, 4, 8], "f32"], {{\[}}[8], "f32"], {{\[}}[8], "f32"]], kind = "rows", shape = [2, 4, 8],
-// CHECK-SAME:    steps = {{\[}}["add", "f32", 0, 1], ["mul", "f32", 5, 0.70710676908493042], ["erf", "f32", 6], ["mul", "f32", 5, 5.000000e-01], ["add", "f32", 7, 1.000000e+00], ["mul", "f32", 8, 9], ["add", "f32", 10, 2],
-// CHECK-SAME:    ["sum", "f32", 11], ["div", "f32", 12, 8.000000e+00], ["sub", "f32", 11, 13], ["mul", "f32", 14, 14], ["sum", "f32", 15], ["div", "f32", 16, 8.000000e+00], ["add", "f32", 17, 9.9999997473787516E-6], ["rsqrt", "f32", 18], ["mul", "f32", 14, 19], ["mul", "f32", 20, 3], ["add", "f32", 21, 4]]}
+// CHECK-SAME:    kiln.contraction = {inputs = {{\[}}{{\[}}[2, 4, 8], "f32"], {{\[}}[2, 4, 8], "f32"], {{\[}}[8], "f32"], {{\[}}[8], "f32"], {{\[}}[8], "f32"]], kind = "rows", outputs = [0], shape = [2, 4, 8],
+// CHECK-SAME:    steps = {{\[}}["add", "f32", 0, 1], ["add", "f32", 5, 2], ["mul", "f32", 6, 0.70710676908493042], ["erf", "f32", 7], ["mul", "f32", 6, 5.000000e-01], ["add", "f32", 8, 1.000000e+00], ["mul", "f32", 9, 10], ["add", "f32", 11, 1],
+// CHECK-SAME:    ["sum", "f32", 12], ["div", "f32", 13, 8.000000e+00], ["sub", "f32", 12, 14], ["mul", "f32", 15, 15], ["sum", "f32", 16], ["div", "f32", 17, 8.000000e+00], ["add", "f32", 18, 9.9999997473787516E-6], ["rsqrt", "f32", 19], ["mul", "f32", 15, 20], ["mul", "f32", 21, 3], ["add", "f32", 22, 4]]}
+// CHECK:         %[[H:.*]] = torch.aten.add.Tensor %arg0, %arg1
 // CHECK:         torch.aten.erf
 // CHECK:         torch.aten.sum.dim_IntList
 // CHECK:         torch.aten.rsqrt
 // CHECK:         %[[Y:.*]] = torch.aten.add.Tensor
-// CHECK-NEXT:    return %[[Y]] : !torch.vtensor<[2,4,8],f32>
+// CHECK-NEXT:    return %[[Y]], %[[H]] : !torch.vtensor<[2,4,8],f32>, !torch.vtensor<[2,4,8],f32>
 module {
   func.func @gelu_layer_norm(%x: !torch.vtensor<[2,4,8],f32>, %r: !torch.vtensor<[2,4,8],f32>, %w: !torch.vtensor<[8],f32>, %bias: !torch.vtensor<[8],f32>, %beta: !torch.vtensor<[8],f32>) -> (!torch.vtensor<[2,4,8],f32>, !torch.vtensor<[2,4,8],f32>) {
     %eps = torch.constant.float 9.9999997473787516E-6
@@ -149,5 +150,29 @@ module {
     %pr = torch.aten.relu %big : !torch.vtensor<[2048,1024],f32> -> !torch.vtensor<[2048,1024],f32>
     %pm = torch.aten.mul.Tensor %pr, %big : !torch.vtensor<[2048,1024],f32>, !torch.vtensor<[2048,1024],f32> -> !torch.vtensor<[2048,1024],f32>
     return %soft, %bq, %sm, %pm : !torch.vtensor<[4,16],f32>, !torch.vtensor<[2048,1024],f32>, !torch.vtensor<[1024,1024],f32>, !torch.vtensor<[2048,1024],f32>
+  }
+}
+
+// -----
+
+// A sum read outside the region before the region's last op (where the call goes) stays outside: the
+// call could not give it to that reader. It is an input, and the call has one result.
+// CHECK-LABEL: func.func @read_before_the_norm
+// CHECK:         %[[H:.*]] = torch.aten.add.Tensor %arg0, %arg1
+// CHECK-NEXT:    %[[U:.*]] = torch.aten.mul.Tensor %[[H]], %[[H]]
+// CHECK-NEXT:    %[[N:.*]] = call @kiln_rows_0(%[[H]]) : (!torch.vtensor<[2,4,8],f32>) -> !torch.vtensor<[2,4,8],f32>
+// CHECK-NEXT:    return %[[N]], %[[U]]
+module {
+  func.func @read_before_the_norm(%x: !torch.vtensor<[2,4,8],f32>, %r: !torch.vtensor<[2,4,8],f32>) -> (!torch.vtensor<[2,4,8],f32>, !torch.vtensor<[2,4,8],f32>) {
+    %none = torch.constant.none
+    %true = torch.constant.bool true
+    %int2 = torch.constant.int 2
+    %int1 = torch.constant.int 1
+    %h = torch.aten.add.Tensor %x, %r, %int1 : !torch.vtensor<[2,4,8],f32>, !torch.vtensor<[2,4,8],f32>, !torch.int -> !torch.vtensor<[2,4,8],f32>
+    %u = torch.aten.mul.Tensor %h, %h : !torch.vtensor<[2,4,8],f32>, !torch.vtensor<[2,4,8],f32> -> !torch.vtensor<[2,4,8],f32>
+    %dims = torch.prim.ListConstruct %int2 : (!torch.int) -> !torch.list<int>
+    %s = torch.aten.sum.dim_IntList %h, %dims, %true, %none : !torch.vtensor<[2,4,8],f32>, !torch.list<int>, !torch.bool, !torch.none -> !torch.vtensor<[2,4,1],f32>
+    %y = torch.aten.sub.Tensor %h, %s, %int1 : !torch.vtensor<[2,4,8],f32>, !torch.vtensor<[2,4,1],f32>, !torch.int -> !torch.vtensor<[2,4,8],f32>
+    return %y, %u : !torch.vtensor<[2,4,8],f32>, !torch.vtensor<[2,4,8],f32>
   }
 }
