@@ -79,7 +79,7 @@ def choose(contraction: Contraction) -> Choice:
     layout = default_layout(contraction)
     if isinstance(contraction, Matmul) and contraction.m < SMALL_M:
         return Choice(gemv_tiles(contraction), contraction.b_layout, f"{contraction.m} rows: kiln's GEMV kernel, heuristic (shape not measured)")
-    if isinstance(contraction, Matmul) and contraction.dtype != "f32":
+    if isinstance(contraction, Matmul) and contraction.dtype != "f32" and contraction.m > SKINNY_ROWS:
         return Choice(matmul_tiles(contraction), layout, "heuristic (shape not measured)")
     return Choice(default_tiles(contraction, layout), layout, "heuristic (shape not measured)")
 
@@ -162,6 +162,7 @@ def gemv_tiles(mm: Matmul) -> Tiles:
 # kiln_matmul's 16-bit configurations, largest first (block_k 64: a wgmma's K for bf16 is 16, four a step)
 MATMUL_POOL = (Tiles(128, 256, 64, 8, 3), Tiles(128, 128, 64, 8, 3), Tiles(64, 128, 64, 4, 4), Tiles(128, 64, 64, 4, 4), Tiles(64, 64, 64, 4, 4))
 WIDE_TILE_FROM = 1024  # 256-column tiles only for outputs this wide or wider
+SKINNY_ROWS = 64  # matmuls of at most this many rows (a classifier head) keep `candidates`' 16-row tiles
 
 
 def matmul_tiles(mm: Matmul) -> Tiles:

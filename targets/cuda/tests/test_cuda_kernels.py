@@ -232,6 +232,7 @@ def test_tiles_come_from_the_h100_run_where_measured():
         (25088, 192, 768, Tiles(128, 64, 64, 4, 4)),  # 192 columns: 64-wide tiles pad none
         (2048, 768, 768, Tiles(64, 128, 64, 4, 4)),  # 128x128 tiles give 96 programs for 132 SMs
         (4096, 128, 896, Tiles(64, 64, 64, 4, 4)),  # no tile fills every SM: the smallest
+        (64, 1000, 384, Tiles(16, 32, 256, 4, 4)),  # a classifier head's few rows: 16-row tiles (mma.sync)
     ],
 )
 def test_16_bit_matmul_tiles_pad_columns_least_then_fill_the_gpu(m, n, k, expected):
