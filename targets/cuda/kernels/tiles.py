@@ -188,13 +188,22 @@ def matmul_tiles(mm: Matmul) -> Tiles:
     return next((tiles for tiles in pool if _programs(mm, tiles) >= SMS), pool[-1])
 
 
+# A convolution with fewer channels (a group's) than this, an RGB stem, runs kiln_conv2d's flat path
+# (each K step BLOCK_K (r, s, c) indices): with 4 warps Triton 3.9's code for it computed wrong
+# results on the H200 for RegNet's and MobileNet's 3x3 stride-2 stem at batch 1 (rel. L2 0.5-1.0, f32
+# and bf16, block_m 16, 64 and 128; results/stem-conv-warps-h200.md), as every NHWC variant of the flat
+# path with 4 warps had on the H100; with 8 warps every variant tried was right.
+FLAT_PATH_BELOW = 16
+FLAT_PATH_WARPS = 8
+
+
 def default_layout(contraction: Contraction) -> str:
     """NHWC for convolutions that step through channels (NCHW reads measured 2-10x slower there); NCHW
     for few channels (an RGB stem; a group's channels, C / groups < 16), where every NHWC variant of the flat path that the device
     run tried with 4 warps computed wrong results and every NCHW one was right."""
     if isinstance(contraction, Matmul):
         return "nk"
-    return "nhwc" if contraction.c // contraction.groups >= 16 else "nchw"
+    return "nhwc" if contraction.c // contraction.groups >= FLAT_PATH_BELOW else "nchw"
 
 
 def default_tiles(contraction: Contraction, layout: str) -> Tiles:
@@ -229,10 +238,11 @@ def candidates(contraction: Contraction, layout: str, count: int = 3) -> list[Ti
         block_n = min(t.block_n, max(16, 1 << (cols - 1).bit_length()))
         block_k = min(t.block_k, max(16, 1 << (depth - 1).bit_length()))
         channels = contraction.c // contraction.groups if isinstance(contraction, Conv2d) else 0
-        if layout == "nhwc" and 16 <= channels < block_k:
+        if layout == "nhwc" and FLAT_PATH_BELOW <= channels < block_k:
             block_k = 1 << (channels.bit_length() - 1)  # whole channel chunks where there are enough
+        warps = FLAT_PATH_WARPS if 0 < channels < FLAT_PATH_BELOW else t.num_warps
         if t.block_m >= 64 or rows <= 64:  # 16-row tiles only for skinny outputs
-            fitted.append(Tiles(t.block_m, block_n, block_k, t.num_warps, t.num_stages, t.group_m))
+            fitted.append(Tiles(t.block_m, block_n, block_k, warps, t.num_stages, t.group_m))
     fitted = list(dict.fromkeys(fitted))
     busy = [t for t in fitted if _programs(contraction, t) >= SMS - 12]
     if not busy:

@@ -22,6 +22,7 @@ CONVOLUTIONS = [
     (1, 24, 9, 9, 48, 3, 2, 1, 3, "nhwc", Tiles(16, 16, 16, 4, 1)),  # 8 in, 16 out a group: flat path, N tiles
     (2, 12, 8, 8, 18, 3, 1, 0, 6, "nchw", Tiles(16, 16, 16, 4, 1)),  # 2 in, 3 out a group, NCHW
     (1, 16, 5, 7, 20, 1, 1, 0, 1, "nhwc", Tiles(16, 16, 16, 4, 1)),  # groups 1, edge tiles in N
+    (1, 64, 7, 7, 64, 3, 1, 1, 2, "nhwc", Tiles(16, 16, 32, 4, 1)),  # RegNet at batch 1: two N tiles a group
 ]
 
 

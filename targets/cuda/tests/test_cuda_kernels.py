@@ -223,6 +223,17 @@ def test_tiles_come_from_the_h100_run_where_measured():
     assert choose(Conv2d(4, 64, 32, 32, 8, 3, 3, (1, 1), (1, 1), (1, 1), "bf16", "bf16")).layout == "nhwc"
 
 
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("batch", [1, 32])
+def test_rgb_stems_run_the_flat_path_with_8_warps(dtype, batch):
+    """4 warps on kiln_conv2d's flat path computed RegNet's 3x3 stride-2 stem wrong on the H200 at batch 1
+    (results/stem-conv-warps-h200.md); the heuristic gives fewer than 16 channels 8 warps."""
+    stem = Conv2d(batch, 3, 224, 224, 32, 3, 3, (2, 2), (1, 1), (1, 1), dtype, dtype, "tf32" if dtype == "f32" else "")
+    chosen = choose(stem)
+    assert chosen.layout == "nchw" and chosen.tiles.num_warps == 8, chosen
+
+
+
 @pytest.mark.parametrize(
     ("m", "n", "k", "expected"),
     [
