@@ -4,9 +4,10 @@ A decoder writes `q = rotary(q_proj(x).view(b, s, h, d).transpose(1, 2))`: the t
 [batch, heads, seq, dim] comes first, the rotary embedding (and rotate_half's slices and
 concatenation, Phi's gather) after, and attention last. kiln's attention kernel reads [batch, seq,
 heads, dim] directly when every input arrives as such a transpose (outline-contractions "peels" it),
-but here the rotary stands between: IREE then fuses the transpose into the rotary's dispatch, which
-writes across heads at a fraction of the bandwidth (Qwen2.5-0.5B at batch 8: 0.62 of its 11.3 ms a
-call, Q's alone at about 0.8 TB/s), and V, peeled alone, is transposed too.
+but here the rotary stands between: IREE then fuses the transpose into the rotary's dispatch, and
+transposes V, which could have been read as it is, in a dispatch of its own (Qwen2.5-0.5B at batch
+8: V's and K's transposing dispatches 0.18 ms of an 11.3 ms call; Q's rotary, at about 0.8 TB/s, is
+as slow without the transpose as with it).
 
 This pass rewrites the ops between the transpose and attention in the [b, s, h, d] layout: for each
 attention input (or the key/value tensor that repeat_kv repeats), it follows elementwise ops (add, sub,
