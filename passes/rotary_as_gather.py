@@ -22,6 +22,8 @@ A full rotary (r = D) is left alone: IREE fuses its concatenation already.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from torch_mlir import ir
 
@@ -91,7 +93,7 @@ def _rotary(value: ir.Value, x: ir.Value, r: int, rank: int) -> tuple[ir.Value, 
     return None
 
 
-def _product_with(value: ir.Value, is_factor) -> ir.Value | None:  # type: ignore[no-untyped-def]
+def _product_with(value: ir.Value, is_factor: Callable[[ir.Value], bool]) -> ir.Value | None:
     """The other factor of `value` = mul(f, other) where is_factor(f), either order; None otherwise."""
     mul = producer(value, "torch.aten.mul.Tensor")
     if mul is None:

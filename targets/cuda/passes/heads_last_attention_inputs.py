@@ -30,7 +30,7 @@ from kiln.passes.pass_api import Pass, PassRun, ops_named
 from kiln.passes.torch_build import constant_ints, static_type
 from kiln.passes.torch_ir import defining_op, number, tensor_type, vtensor
 
-from .outline_contractions import HEADS_FORWARD, Builder, _shared_heads, erase_with_unused_producers
+from .outline_contractions import HEADS_FORWARD, Builder, erase_with_unused_producers, shared_heads
 
 ATTENTION = "torch.aten.scaled_dot_product_attention"
 ELEMENTWISE = (
@@ -45,7 +45,7 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
     for attention in ops_named(module, [ATTENTION]):
         for index in range(3):
             value = attention.operands[index]
-            shared = _shared_heads(value) if index else None
+            shared = shared_heads(value) if index else None
             if shared is None:
                 _rewrite(value, attention)
             else:  # repeat_kv's source, the heads it repeats, read by its unsqueeze

@@ -583,7 +583,7 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
     if k.dtype != q.dtype or v.dtype != q.dtype:
         return None
     batch, heads, seq_q, head_dim = q.shape
-    shared = [_shared_heads(op.operands[index]) for index in (1, 2)]
+    shared = [shared_heads(op.operands[index]) for index in (1, 2)]
     group = shared[0][1] if shared[0] is not None and shared[1] is not None and shared[0][1] == shared[1][1] else 1
     read = [op.operands[0], *((pair[0] for pair in shared) if group > 1 else op.operands[1:3])]  # type: ignore[index]
     permutes = [producer(value, "torch.aten.permute") for value in read]
@@ -633,7 +633,7 @@ def _match_attention(op: ir.Operation, precision: str) -> Match | None:
     return description, [*operands, *([mask] if mask is not None else [])], body, [user] if out_peeled else []
 
 
-def _shared_heads(value: ir.Value) -> tuple[ir.Value, int] | None:
+def shared_heads(value: ir.Value) -> tuple[ir.Value, int] | None:
     """A key or value tensor repeated for groups of query heads, as transformers' repeat_kv writes it,
     `view(broadcast_to(unsqueeze(x, 2), [b, kv_heads, group, s, d]), [b, kv_heads * group, s, d])`:
     (x, group); else None."""
