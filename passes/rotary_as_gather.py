@@ -14,8 +14,9 @@ same values, written over the whole head, are
     out = where(d < r, x * cos[idx] + x[perm] * (sin[idx] * sign), x)
 
 with constant index vectors (`perm[d]` = d + h below h, d - h up to r, d beyond; `idx[d]` = d below
-r, 0 beyond) and `sign` = -1 below h, +1 beyond (a `where` of `-sin` and `sin`): a gather by a constant index, which IREE fuses into
-the one elementwise dispatch that reads Q or K where the projection wrote it. Bit-identical:
+r, 0 beyond) and `sign` = -1 below h, +1 beyond (a `where` of `-sin` and `sin`): a gather by a
+constant index, which IREE fuses into the one elementwise dispatch that reads Q or K where the
+projection wrote it. Bit-identical:
 (-a) * b is a * (-b) in IEEE arithmetic, and the `where` keeps the unrotated part exactly (inf too).
 A full rotary (r = D) is left alone: IREE fuses its concatenation already.
 """

@@ -134,7 +134,7 @@ def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | 
                 if step is None:
                     continue
                 outside = [_operation(use.owner) for use in candidate.results[0].uses if use.owner not in members]
-                if outside and not (not exposed and _exposable(candidate, step, outside, sink, shape, position)):
+                if outside and (exposed or not _exposable(candidate, step, outside, sink, shape, position)):
                     continue
                 members[candidate] = step
                 exposed += [candidate] if outside else []
