@@ -110,10 +110,20 @@ def compile_kernel(contraction: Contraction, tiles: Tiles) -> Kernel:
 
 
 def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
+    """Tiles: block_n columns of each weight's product (two products a program with a second weight)."""
+    if not mm.epilogue:
+        return _compile_product(mm, tiles, None)
+    from . import row_source
+
+    with tempfile.TemporaryDirectory(prefix="kiln-epilogue-") as folder:
+        return _compile_product(mm, tiles, row_source.write_epilogue(mm, Path(folder)))
+
+
+def _compile_product(mm: Matmul, tiles: Tiles, epilogue: Any) -> Kernel:
     b_sk, b_sn = (1, mm.k) if mm.b_layout == "nk" else (mm.n, 1)
-    pointers = ("a_ptr", "b_ptr", *(("bias_ptr",) if mm.bias else ()), "c_ptr")
+    pointers = ("a_ptr", "b_ptr", *(("bias_ptr",) if mm.bias else ()), *(("b2_ptr",) if mm.gated else ()), "c_ptr")
     if mm.m < SMALL_M:
-        constants = dict(M=mm.m, N=mm.n, K=mm.k, B_SK=b_sk, B_SN=b_sn, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k)
+        constants = dict(M=mm.m, N=mm.n, K=mm.k, B_SK=b_sk, B_SN=b_sn, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, EPILOGUE=epilogue)
         return _compile(_fixed("kiln_gemv"), pointers, constants, mm, tiles, (math.ceil(mm.n / tiles.block_n), 1, 1), "kiln_gemv")
     constants = dict(
         M=mm.m, N=mm.n, K=mm.k,
@@ -121,7 +131,7 @@ def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
         B_SB=mm.n * mm.k, B_SK=b_sk, B_SN=b_sn,
         C_SB=mm.m * mm.n, C_SM=mm.n, C_SN=1,
         BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, GROUP_M=tiles.group_m,
-        PRECISION=mm.precision or "ieee",
+        PRECISION=mm.precision or "ieee", EPILOGUE=epilogue,
     )  # fmt: skip
     programs = math.ceil(mm.m / tiles.block_m) * math.ceil(mm.n / tiles.block_n)
     return _compile(_fixed("kiln_matmul"), pointers, constants, mm, tiles, (programs, 1, 1), "kiln_mm")
@@ -293,7 +303,7 @@ def _compile(
     dtypes = (*contraction.operand_dtypes(), *(dtype for _, dtype in results(contraction)))
     signature = {name: f"*{_TRITON_TYPES[dtype]}" for name, dtype in zip(pointers, dtypes, strict=True)}
     constexprs = dict(constants)
-    for optional in ("bias_ptr", "mask_ptr", "scale_ptr", "shift_ptr", "w_ptr"):  # an operand the kernel is not given compiles away
+    for optional in ("bias_ptr", "b2_ptr", "mask_ptr", "scale_ptr", "shift_ptr", "w_ptr"):  # an operand the kernel is not given compiles away
         if optional in fn.arg_names and optional not in pointers:
             constexprs[optional] = None
     signature.update(dict.fromkeys(constexprs, "constexpr"))

@@ -39,10 +39,17 @@ class Matmul:
     b_layout: str = "nk"
     precision: str = ""
     bias: bool = False  # a bias[N] operand in the input dtype, added to the f32 accumulator before rounding
+    # The elementwise ops the graph applies to the product (a GELU; SwiGLU's silu(gate) * up), computed
+    # on the kernel's tile before the one store: row-program steps (RowProgram) over v0, the product
+    # (with its bias) rounded to `product_dtype`, and v1, with `gated` the product of a second weight
+    # W2 (shaped and laid out as W) with the same A. `out_dtype` is then the last step's dtype.
+    epilogue: tuple[tuple[Any, ...], ...] = ()
+    gated: bool = False
+    product_dtype: str = ""  # where there is an epilogue: the dtype of the matmul's result in the graph
 
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
         b = (self.n, self.k) if self.b_layout == "nk" else (self.k, self.n)
-        return ((self.m, self.k), b, *([(self.n,)] if self.bias else []))
+        return ((self.m, self.k), b, *([(self.n,)] if self.bias else []), *([b] if self.gated else []))
 
     def result_shape(self) -> tuple[int, ...]:
         return (self.m, self.n)
@@ -52,7 +59,7 @@ class Matmul:
 
     @property
     def flops(self) -> int:
-        return 2 * self.m * self.n * self.k
+        return 2 * self.m * self.n * self.k * (2 if self.gated else 1)
 
     @property
     def gemm(self) -> tuple[int, int, int]:
@@ -64,14 +71,17 @@ class Matmul:
         precision = f"-{self.precision}" if self.dtype == "f32" else ""
         out = f"-out{self.out_dtype}" if self.out_dtype != self.dtype else ""
         bias = "-bias" if self.bias else ""
-        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-{self.b_layout}{bias}{out}"
+        gated = "-gated" if self.gated else ""
+        epilogue = f"-ep{_digest([self.epilogue, self.product_dtype])}" if self.epilogue else ""
+        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-{self.b_layout}{bias}{gated}{epilogue}{out}"
 
     @property
     def shape_key(self) -> str:
         """The label of the same contraction with a W[N, K] operand and its own output dtype: the key of
-        its measured tiles (the output dtype changes only the final store)."""
+        its measured tiles (the output dtype and an epilogue change only the final store; a second
+        weight doubles what a tile holds)."""
         precision = f"-{self.precision}" if self.dtype == "f32" else ""
-        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-nk"
+        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-nk" + ("-gated" if self.gated else "")
 
 
 class _Window:
@@ -406,8 +416,12 @@ class RowProgram:
     def shape_key(self) -> str:
         """Rows x width, the dtype and a digest of the steps (different programs, different kernels)."""
         described = [self.inputs, self.steps, *([list(self.outputs)] if self.outputs else [])]
-        digest = hashlib.sha256(json.dumps(described).encode()).hexdigest()[:8]
-        return f"rows{self.rows}x{self.width}-{self.dtype}-{len(self.steps)}ops-{digest}"
+        return f"rows{self.rows}x{self.width}-{self.dtype}-{len(self.steps)}ops-{_digest(described)}"
+
+
+def _digest(described: Any) -> str:
+    """8 hex digits naming a program's steps (different programs, different kernels)."""
+    return hashlib.sha256(json.dumps(described).encode()).hexdigest()[:8]
 
 
 Contraction = Matmul | Conv2d | MaxPool2d | Attention | RowProgram
@@ -425,6 +439,7 @@ def from_description(description: Mapping[str, Any]) -> Contraction:
     fields = dict(description)
     kind = fields.pop("kind")
     if kind == "mm":
+        fields["epilogue"] = tuple(tuple(step) for step in fields.get("epilogue", ()))
         return Matmul(**fields)
     if kind == "conv2d":
         for name in ("stride", "padding", "dilation", "epilogue", "clamp"):

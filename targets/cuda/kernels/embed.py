@@ -75,7 +75,8 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
             assert isinstance(described, Conv2d)
             operands += body.scale_and_shift(described, args[2:], signature.operands[2:])
     elif isinstance(described, Matmul) and described.b_layout != contraction.b_layout:
-        operands[1] = body.permute(operands[1], signature.operands[1], [1, 0])  # B[K, N]: the kernel reads W[N, K]
+        for index in (1, *([len(operands) - 1] if described.gated else [])):  # B[K, N] (and B2): the kernel reads W[N, K]
+            operands[index] = body.permute(operands[index], signature.operands[index], [1, 0])
     if isinstance(contraction, Attention) and contraction.mask == "bool":  # the kernel reads bytes
         operands[3] = body.to_int8(operands[3], signature.operands[3])
     written = results(contraction)

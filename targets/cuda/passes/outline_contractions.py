@@ -62,6 +62,8 @@ from kiln.passes.torch_build import constant_ints, static_type
 from kiln.passes.torch_ir import defining_op, is_none, number, producer, splat, tensor_type, vtensor
 
 from ..kernels.contract import ATTRIBUTE, KERNEL_DTYPES, attention_outlined
+from . import matmul_epilogue
+from .row_steps import cloned_constant
 from .strided_views import LAYOUT_OPS, StridedView, integer_arguments, strided_view
 
 F32_PRECISION = {"highest": "tf32x3", "high": "tf32", "medium": "tf32"}  # PyTorch's name -> the kernels'
@@ -83,6 +85,9 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
             _bmm_as_mm(op)
         for op in ops_named(function, ("torch.aten.mm",)):
             _bias_before_view(op)
+        for first, second in _same_rows_pairs(ops_named(function, ("torch.aten.mm",))):
+            if first.results[0].uses and second.results[0].uses:  # neither taken by an earlier pair
+                _outline_match(outliner, first, _match_mm(first, precisions[0], second))
         for op in ops_named(function, ("torch.aten.mm", "torch.aten.convolution", "torch.aten.max_pool2d", "torch.aten.scaled_dot_product_attention")):
             _outline(outliner, op, *precisions)
 
@@ -166,6 +171,10 @@ def _outline(outliner: Outliner, op: ir.Operation, matmul_precision: str, conv_p
         match = _match_max_pool(op)
     else:
         match = _match_attention(op, matmul_precision)
+    _outline_match(outliner, op, match)
+
+
+def _outline_match(outliner: Outliner, op: ir.Operation, match: Match | None) -> None:
     if match is None:
         return
     description, operands, build_body, epilogue = match
@@ -277,7 +286,21 @@ class Builder:
 Match = tuple[dict[str, Any], list[ir.Value], Any, list[ir.Operation]]
 
 
-def _match_mm(op: ir.Operation, precision: str) -> Match | None:
+def _same_rows_pairs(mms: list[ir.Operation]) -> list[tuple[ir.Operation, ir.Operation]]:
+    """Pairs of matmuls, in block order, of one A (the same value, or views of one value) by weights of
+    one type: SwiGLU's gate and up projections, candidates for one kernel (_match_mm's `second`)."""
+    groups: dict[tuple[Any, str, str], list[ir.Operation]] = {}
+    for op in mms:
+        a = op.operands[0]
+        view = producer(a, "torch.aten.view")
+        groups.setdefault((view.operands[0] if view is not None else a, str(a.type), str(op.operands[1].type)), []).append(op)
+    return [(group[i], group[j]) for group in groups.values() for i in range(len(group)) for j in range(i + 1, len(group))]
+
+
+def _match_mm(op: ir.Operation, precision: str, second: ir.Operation | None = None) -> Match | None:
+    """`op` with nn.Linear's bias and the elementwise ops after it (matmul_epilogue.py); with `second`,
+    a matmul of the same A by another weight, the two products and the elementwise ops that read both
+    (SwiGLU: silu(x @ Wg^T) * (x @ Wu^T)), and no bias."""
     a, a_upcast = _strip_upcast(op.operands[0])
     b, layout, b_upcast = _weight(op.operands[1])
     upcast = a_upcast and b_upcast
@@ -287,7 +310,23 @@ def _match_mm(op: ir.Operation, precision: str) -> Match | None:
     if a_type.dtype != b_type.dtype or a_type.dtype not in KERNEL_DTYPES or len(a_type.shape) != 2:
         return None
     (m, k), n = a_type.shape, result.shape[1]
-    bias, epilogue = _bias_epilogue(op, n, a_type.dtype)
+    b2 = None
+    if second is not None:
+        b2, layout2, b2_upcast = _weight(second.operands[1])
+        if layout2 != layout or b2_upcast != b_upcast or str(b2.type) != str(b.type) or str(second.results[0].type) != str(op.results[0].type):
+            return None
+        bias, bias_ops = None, []
+    else:
+        bias, bias_ops = _bias_epilogue(op, n, a_type.dtype)
+    product = bias_ops[-1].results[0] if bias_ops else op.results[0]
+    elementwise = matmul_epilogue.find([product, *([second.results[0]] if second is not None else [])])
+    if elementwise is None and second is not None:
+        return None
+    epilogue = [*bias_ops, *([second] if second is not None else [])]  # erased after the call replaces the last
+    if elementwise is not None:
+        for view in elementwise.stale:
+            erase_with_unused_producers(view)
+        epilogue += elementwise.ops
     final = static_type(epilogue[-1].results[0]) if epilogue else result
     assert final is not None
     description = {
@@ -301,16 +340,20 @@ def _match_mm(op: ir.Operation, precision: str) -> Match | None:
         "precision": precision if a_type.dtype == "f32" else "",
         "bias": bias is not None,
     }
+    if elementwise is not None:
+        description.update(epilogue=[list(step) for step in elementwise.steps], product_dtype=static_type(product).dtype)  # type: ignore[union-attr]
+    if second is not None:
+        description["gated"] = True
     mm_type = op.results[0].type
-    cast = epilogue[1] if len(epilogue) == 2 else None
+    cast = bias_ops[1] if len(bias_ops) == 2 else None
 
-    def body(build: Builder, args: list[ir.Value]) -> ir.Value:
-        lhs, rhs = args[0], args[1]
-        if upcast:
-            lhs, rhs = build.upcast(lhs), build.upcast(rhs)
-        if layout == "nk":
-            rhs = build.permute(rhs, [1, 0])
-        product = build.op("torch.aten.mm", [lhs, rhs], mm_type)
+    def matmul(build: Builder, lhs: ir.Value, weight: ir.Value) -> ir.Value:
+        rhs = build.upcast(weight) if upcast else weight
+        return build.op("torch.aten.mm", [lhs, build.permute(rhs, [1, 0]) if layout == "nk" else rhs], mm_type)
+
+    def with_bias(build: Builder, args: list[ir.Value]) -> ir.Value:
+        lhs = build.upcast(args[0]) if upcast else args[0]
+        product = matmul(build, lhs, args[1])
         if bias is None:
             return product
         added = build.op("torch.aten.add.Tensor", [product, build.upcast(args[2]) if upcast else args[2], build.int_(1)], mm_type)
@@ -321,7 +364,20 @@ def _match_mm(op: ir.Operation, precision: str) -> Match | None:
         operands = [added, build.int_(code), build.bool_(False), build.bool_(False), build.none()]
         return build.op("torch.aten.to.dtype", operands, cast.results[0].type)
 
-    return description, [a, b, *([bias] if bias is not None else [])], body, epilogue
+    def body(build: Builder, args: list[ir.Value]) -> ir.Value:
+        value = with_bias(build, args)
+        if elementwise is None:
+            return value
+        mapping = {product: value}
+        if second is not None:
+            mapping[second.results[0]] = matmul(build, build.upcast(args[0]) if upcast else args[0], args[-1])
+        for taken in elementwise.ops:
+            operands = [mapping[x] if x in mapping else cloned_constant(x) for x in taken.operands]
+            attributes = {named.name: named.attr for named in taken.attributes}
+            mapping[taken.results[0]] = build.op(taken.name, operands, taken.results[0].type, attributes)
+        return mapping[elementwise.ops[-1].results[0]]
+
+    return description, [a, b, *([bias] if bias is not None else []), *([b2] if b2 is not None else [])], body, epilogue
 
 
 def _bias_epilogue(op: ir.Operation, n: int, dtype: str) -> tuple[ir.Value | None, list[ir.Operation]]:

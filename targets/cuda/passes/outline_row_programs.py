@@ -31,8 +31,8 @@ from typing import Any
 from torch_mlir import ir
 
 from kiln.passes.pass_api import Pass, PassRun
-from kiln.passes.torch_build import constant_bool, constant_ints, dtype_of, shape_of, static_type
-from kiln.passes.torch_ir import defining_op, is_none, number, splat, tensor_type
+from kiln.passes.torch_build import dtype_of, shape_of, static_type
+from kiln.passes.torch_ir import defining_op
 
 from .outline_contractions import (
     Builder,
@@ -41,18 +41,14 @@ from .outline_contractions import (
     erase_with_unused_producers,
     model_functions,
 )
+from .row_steps import (
+    REDUCTIONS,
+    cloned_constant,
+    role,
+    step_of,
+    tensor_operands,
+)
 
-STEP_OPS = {
-    "torch.aten.add.Tensor": "add", "torch.aten.sub.Tensor": "sub", "torch.aten.mul.Tensor": "mul", "torch.aten.div.Tensor": "div",
-    "torch.aten.add.Scalar": "add", "torch.aten.sub.Scalar": "sub", "torch.aten.mul.Scalar": "mul", "torch.aten.div.Scalar": "div",
-    "torch.aten.neg": "neg", "torch.aten.reciprocal": "reciprocal", "torch.aten.relu": "relu", "torch.aten.rsqrt": "rsqrt",
-    "torch.aten.sqrt": "sqrt", "torch.aten.exp": "exp", "torch.aten.erf": "erf", "torch.aten.tanh": "tanh",
-    "torch.aten.to.dtype": "cast",
-    "torch.aten.sum.dim_IntList": "sum", "torch.aten.amax": "amax", "torch.aten.max.dim": "amax",  # its indices unused
-}  # fmt: skip
-REDUCTIONS = ("sum", "amax")
-FLOAT_DTYPES = ("f32", "bf16", "f16")
-BINARY = ("add", "sub", "mul", "div")
 MAX_INPUTS = 8  # more operands than this is not a norm's neighbourhood
 # An elementwise chain alone is outlined when it is long and costly enough for the kernel's full
 # bandwidth to pay over IREE's one-warp elementwise dispatches. Measured on the H100 (interleaved
@@ -105,7 +101,7 @@ class _Region:
         the last op's result, then the exposed ops' results."""
         mapping = dict(zip(self.inputs, args, strict=True))
         for op in self.ops:
-            operands = [mapping[value] if value in mapping else _cloned_constant(value) for value in op.operands]
+            operands = [mapping[value] if value in mapping else cloned_constant(value) for value in op.operands]
             attributes = {named.name: named.attr for named in op.attributes}
             results = [result.type for result in op.results]  # max.dim's unused indices too
             mapping[op.results[0]] = ir.Operation.create(op.name, results=results, operands=operands, attributes=attributes).results[0]
@@ -117,10 +113,10 @@ def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | 
     """The row program that ends at `sink`, or None where none does (not a step, no sum, ...)."""
     described = static_type(sink.results[0]) if len(sink.results) == 1 else None
     shape = tuple(size for size in described.shape if size is not None) if described is not None else ()
-    sink_step = _step(sink, shape) if len(shape) >= 2 and shape[-1] >= 2 else None
+    sink_step = step_of(sink, shape) if len(shape) >= 2 and shape[-1] >= 2 else None
     if sink_step is None:
         return None
-    members = {sink: sink_step}  # each op of the region -> its step, as _step reads it
+    members = {sink: sink_step}  # each op of the region -> its step, as step_of reads it
     exposed: list[ir.Operation] = []
     grown = True
     while grown:
@@ -130,7 +126,7 @@ def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | 
                 candidate = defining_op(value)
                 if candidate is None or candidate in members or candidate not in position:  # the same block only
                     continue
-                step = _step(candidate, shape)
+                step = step_of(candidate, shape)
                 if step is None:
                     continue
                 outside = [_operation(use.owner) for use in candidate.results[0].uses if use.owner not in members]
@@ -146,11 +142,11 @@ def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | 
     numbers: dict[ir.Value, int] = {}
     inputs: list[ir.Value] = []
     for op in ops:  # the inputs first, numbered in the order the ops read them
-        for value in _tensor_operands(op):
-            if defining_op(value) not in members and value not in numbers and _role(value, shape) is not None:
+        for value in tensor_operands(op):
+            if defining_op(value) not in members and value not in numbers and role(value, shape) is not None:
                 numbers[value] = len(inputs)
                 inputs.append(value)
-    if len(inputs) > MAX_INPUTS or not any(_role(value, shape) == "full" for value in inputs):
+    if len(inputs) > MAX_INPUTS or not any(role(value, shape) == "full" for value in inputs):
         return None
     steps = []
     for op in ops:
@@ -171,95 +167,13 @@ def _exposable(
     """Whether `op`, read by `outside` ops too, may join the region as a further result: a sum over the
     whole shape (a pre-norm block's residual add, which the norm and the next residual add read) whose
     other readers all come after the region's last op, where the call will be."""
-    return step[0] == "add" and _role(op.results[0], shape) == "full" and all(
+    return step[0] == "add" and role(op.results[0], shape) == "full" and all(
         position.get(user, -1) > position[sink] for user in outside
     )
 
 
 def _operation(owner: Any) -> ir.Operation:
     return owner.operation if isinstance(owner, ir.OpView) else owner
-
-
-def _step(op: ir.Operation, shape: tuple[int, ...]) -> tuple[str, list[ir.Value | float]] | None:
-    """(the kernel's op, its operands: values, or finite float constants) for an op the kernel computes
-    in a program over `shape`, else None."""
-    kind = STEP_OPS.get(op.name)
-    if kind is None or _role(op.results[0], shape) is None or any(list(result.uses) for result in op.results[1:]):
-        return None
-    x = op.operands[0]
-    if kind in REDUCTIONS:
-        if op.name == "torch.aten.max.dim":
-            dim = number(op.operands[1])
-            dims = [dim] if isinstance(dim, int) else None
-        else:
-            dims = constant_ints(op.operands[1])
-        keepdim = constant_bool(op.operands[2])
-        dtype_given = op.name == "torch.aten.sum.dim_IntList" and not is_none(op.operands[3])
-        if dims not in ([len(shape) - 1], [-1]) or not keepdim or dtype_given or _role(x, shape) != "full":
-            return None
-        return kind, [x]
-    if kind not in BINARY:  # unary, a cast too
-        return (kind, [x]) if _role(x, shape) is not None else None
-    operands = [_operand(value, shape) for value in op.operands[:2]]
-    if any(operand is None for operand in operands):
-        return None
-    if kind in ("add", "sub"):
-        alpha = number(op.operands[2])
-        if alpha != 1:
-            if alpha is None or not isinstance(operands[1], float):
-                return None
-            operands[1] = float(operands[1] * alpha)
-    return kind, [operand for operand in operands if operand is not None]
-
-
-def _operand(value: ir.Value, shape: tuple[int, ...]) -> ir.Value | float | None:
-    """A binary op's operand as the program reads it: a value it spans, or a finite constant (a
-    `torch.constant.int/float` or a one-element literal tensor)."""
-    if tensor_type(value.type) is None:
-        found = number(value)
-    elif _role(value, shape) is not None:
-        return value
-    else:
-        found = _constant(value)
-    return float(found) if isinstance(found, int | float) and math.isfinite(found) else None
-
-
-def _role(value: ir.Value, shape: tuple[int, ...]) -> str | None:
-    """How `value` spans a program over `shape`: "full", "row" ([..., 1]), "column" ([H], or with leading 1s), or None."""
-    described = tensor_type(value.type)
-    if described is None or not described.static or described.dtype not in FLOAT_DTYPES:
-        return None
-    own = tuple(size for size in described.shape if size is not None)
-    if own == shape:
-        return "full"
-    if own == (*shape[:-1], 1):
-        return "row"
-    if len(own) <= len(shape) and own[-1:] == shape[-1:] and all(size == 1 for size in own[:-1]):
-        return "column"
-    return None
-
-
-def _constant(value: ir.Value) -> float | None:
-    """A one-element literal tensor's value, taken as a constant of the program."""
-    described = tensor_type(value.type)
-    if described is None or not described.static or math.prod(size or 1 for size in described.shape) != 1:
-        return None
-    found = splat(value)
-    return float(found) if isinstance(found, int | float) and math.isfinite(found) else None
-
-
-def _tensor_operands(op: ir.Operation) -> list[ir.Value]:
-    return [value for value in op.operands if tensor_type(value.type) is not None]
-
-
-def _cloned_constant(value: ir.Value) -> ir.Value:
-    """A copy, at the insertion point, of the constant (or list of constants) `value` is."""
-    op = defining_op(value)
-    assert op is not None, f"a row program reads {value} from outside, which is not a constant"
-    if op.name == "torch.prim.ListConstruct":
-        items = [_cloned_constant(item) for item in op.operands]
-        return ir.Operation.create(op.name, results=[value.type], operands=items).results[0]
-    return op.clone().results[0]
 
 
 PASS = Pass(

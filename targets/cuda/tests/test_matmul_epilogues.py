@@ -1,0 +1,120 @@
+"""Matmul epilogues: the elementwise ops after a matmul (a GELU after a Linear layer; SwiGLU's
+silu(gate) * up over two Linear layers of one input) are computed by the matmul's kernel on its tile,
+so the product is not written and read back. The outlined module (IREE's body of each function, run
+on the CPU without a GPU) matches eager; the kernels' arithmetic matches PyTorch in Triton's
+interpreter; where another op reads the product too, nothing is fused."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from kiln.compiler import CompileOptions, run_pipeline, run_until, spec_from_module
+from kiln.targets.cuda.kernels.contraction import Matmul
+from kiln.targets.cuda.kernels.tiles import choose
+
+
+class SwiGLU(nn.Module):
+    """Llama's MLP: down(silu(gate(x)) * up(x)), no biases."""
+
+    def __init__(self, width: int = 64, hidden: int = 96) -> None:
+        super().__init__()
+        self.gate, self.up = nn.Linear(width, hidden, bias=False), nn.Linear(width, hidden, bias=False)
+        self.down = nn.Linear(hidden, width, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down(nn.functional.silu(self.gate(x)) * self.up(x))
+
+
+class GeluMLP(nn.Module):
+    """GPT-2's and BERT's MLP: fc2(gelu(fc1(x))), with biases; `also_product` returns fc1(x) too."""
+
+    def __init__(self, approximate: str = "tanh", also_product: bool = False) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(64, 128), nn.Linear(128, 64)
+        self.approximate, self.also_product = approximate, also_product
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        h = self.fc1(x)
+        y = self.fc2(nn.functional.gelu(h, approximate=self.approximate))
+        return (y, h) if self.also_product else y
+
+
+def _outlined(model: nn.Module, x: torch.Tensor, tmp_path: Path) -> str:
+    spec = spec_from_module(model, (x,))
+    run_until(spec, CompileOptions(target="cuda", gpu_arch="sm_90a", dump_dir=tmp_path, print_after_all=True, stop_after="simplified"))
+    (outlined,) = tmp_path.glob("*.after-outline-contractions.mlir")
+    return outlined.read_text()
+
+
+def _matches_eager_on_the_cpu(model: nn.Module, x: torch.Tensor, tmp_path: Path) -> None:
+    """The outlined module, each function computing with IREE's code as no kernel replaces it, against eager."""
+    cpu = tmp_path / "cpu"
+    cpu.mkdir()
+    (outlined,) = tmp_path.glob("*.after-outline-row-programs.mlir")
+    shutil.copy(outlined, cpu / "03-simplified.mlir")
+    compiled = run_pipeline(None, CompileOptions(start_from=cpu / "03-simplified.mlir", handoff="torch")).compiled
+    with torch.no_grad():
+        got, want = compiled(x), model(x)
+    for actual, expected in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,), strict=True):
+        torch.testing.assert_close(actual, expected, rtol=1e-5, atol=1e-5)
+
+
+def _descriptions(text: str) -> list[str]:
+    return re.findall(r"kiln\.contraction = \{([^}]*kind = \"mm\"[^}]*)\}", text)
+
+
+def test_swiglu_is_one_kernel_over_both_weights_and_matches_eager(tmp_path):
+    torch.manual_seed(0)
+    model, x = SwiGLU().eval(), torch.randn(2, 24, 64)
+    text = _outlined(model, x, tmp_path)
+    gated = [found for found in _descriptions(text) if "gated = true" in found]
+    assert len(gated) == 1 and "epilogue = [" in gated[0] and '"exp"' in gated[0], text
+    main = text.split("func.func private")[0]
+    assert len(re.findall(r"call @kiln_mm_\d+", main)) == 2, main  # gate and up in one call, then down
+    assert "torch.aten.exp" not in main and "torch.aten.mul.Tensor" not in main, main
+    _matches_eager_on_the_cpu(model, x, tmp_path)
+
+
+@pytest.mark.parametrize("approximate", ["tanh", "none"])
+def test_a_gelu_after_a_linear_is_its_epilogue_and_matches_eager(approximate, tmp_path):
+    torch.manual_seed(0)
+    model, x = GeluMLP(approximate).eval(), torch.randn(2, 24, 64)
+    text = _outlined(model, x, tmp_path)
+    fused = [found for found in _descriptions(text) if "epilogue = [" in found]
+    assert len(fused) == 1 and "bias = true" in fused[0] and ('"tanh"' if approximate == "tanh" else '"erf"') in fused[0], text
+    assert "gated" not in fused[0]
+    main = text.split("func.func private")[0]
+    assert "torch.aten.tanh" not in main and "torch.aten.erf" not in main, main
+    _matches_eager_on_the_cpu(model, x, tmp_path)
+
+
+def test_no_epilogue_where_another_op_reads_the_product(tmp_path):
+    torch.manual_seed(0)
+    model, x = GeluMLP(also_product=True).eval(), torch.randn(2, 24, 64)
+    text = _outlined(model, x, tmp_path)
+    assert not any("epilogue = [" in found for found in _descriptions(text)), text
+    _matches_eager_on_the_cpu(model, x, tmp_path)
+
+
+@pytest.mark.parametrize(("m", "n", "k"), [(4096, 4864, 896), (4096, 8192, 2048), (1, 8192, 2048), (32, 96, 64)])
+def test_two_weights_take_the_tiles_of_a_matmul_twice_as_wide_halved(m, n, k):
+    wide = choose(Matmul(m, 2 * n, k, "bf16", "bf16")).tiles
+    gated = choose(Matmul(m, n, k, "bf16", "bf16", gated=True, epilogue=(("mul", "bf16", 0, 1),), product_dtype="bf16")).tiles
+    assert gated is not None and wide is not None
+    assert (gated.block_m, gated.block_k, gated.num_warps) == (wide.block_m, wide.block_k, wide.num_warps)
+    assert gated.block_n == max(1 if m < 8 else 16, wide.block_n // 2)
+
+
+def test_the_epilogue_kernels_match_torch_in_tritons_interpreter():
+    script = Path(__file__).with_name("epilogue_interpreted.py")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    assert result.stdout.count("max error") == 4, result.stdout
