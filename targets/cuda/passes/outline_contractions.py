@@ -13,6 +13,10 @@ Eligible, with static shapes:
   passed as is) or any [K, N] value. When both operands are `aten.to.dtype` upcasts of 16-bit values
   (kiln's bf16 Linear layers compute in f32 from bf16 values), the function takes the 16-bit values:
   a 16-bit kernel with f32 accumulation and an f32 result is the same arithmetic.
+  The elementwise ops after the product (and its bias) that read nothing else, a GELU say, are its
+  epilogue (matmul_epilogue.py), which the kernel computes on its tile; two matmuls of one A by two
+  weights whose products only such ops read together (SwiGLU: silu(x @ Wg^T) * (x @ Wu^T)) are one
+  function taking both weights, the kernel computing both products and the ops.
 - `aten.bmm(A, broadcast_to(B, [b, k, n]))` of a 2-D B (one weight for every batch: the in-projection
   of nn.MultiheadAttention on batch-first inputs) is first rewritten as the one matmul it is:
   `view(mm(view(A, [b*m, k]), B), [b, m, n])`.
