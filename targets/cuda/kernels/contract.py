@@ -10,6 +10,18 @@ KERNEL_DTYPES = ("f32", "bf16", "f16")
 # The attention kernel holds whole head rows, padded to a power of two (80 as 128: Phi-2; IREE's own
 # attention took 13.9 ms a layer for Phi-2 at 8x512 on the H200, 91% of the call), up to 128.
 HEAD_DIMS = tuple(range(16, 129, 16))
+# Two matmuls of one input by two weights whose products only elementwise ops read together (SwiGLU's
+# gate and up) are one kernel only with fewer rows than this: kiln's GEMV (a decode step) then reads
+# both weights in one pass, the input row once (Llama-3.2-1B decode on the H200: 2.28 -> 2.20 ms a
+# step). On tensor cores a kernel holding both products' tiles ran 1.25-1.45x slower than the two
+# matmuls apart on four decoders' gate/up shapes (kiln's PTX, Triton 3.9: results/ptx-matmuls-h200.json),
+# more than the separate SiLU-times-up pass it saves.
+GATED_ROWS_BELOW = 8
+
+
+def gated_outlined(rows: int) -> bool:
+    """Whether outline-contractions makes one function of two such matmuls with `rows` rows."""
+    return rows < GATED_ROWS_BELOW
 
 
 def attention_outlined(

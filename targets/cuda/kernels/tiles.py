@@ -9,7 +9,6 @@ device run measured, and what a per-shape tuner would try).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import math
@@ -71,8 +70,6 @@ def choose(contraction: Contraction) -> Choice:
         if found["use"] == "iree":
             return Choice(None, "", f"IREE's code measured faster on the {gpu} ({found['why']})")
         return Choice(Tiles.parse(found["tiles"]), found["layout"], f"measured fastest on the {gpu}")
-    if isinstance(contraction, Matmul) and contraction.gated:
-        return gated_choice(contraction)
     if isinstance(contraction, RowProgram):
         return Choice(row_candidates(contraction)[0], "", "heuristic (shape not measured)")
     if isinstance(contraction, Attention):
@@ -85,17 +82,6 @@ def choose(contraction: Contraction) -> Choice:
     if isinstance(contraction, Matmul) and contraction.dtype != "f32" and contraction.m > SKINNY_ROWS:
         return Choice(matmul_tiles(contraction), layout, "heuristic (shape not measured)")
     return Choice(default_tiles(contraction, layout), layout, "heuristic (shape not measured)")
-
-
-def gated_choice(mm: Matmul) -> Choice:
-    """A matmul by two weights (SwiGLU's gate and up) gets the configuration of one matmul twice as
-    wide, each program's columns split between the two products: the same registers and shared memory
-    a program, the same tile of A read once for both."""
-    wide = choose(dataclasses.replace(mm, n=2 * mm.n, gated=False, epilogue=(), product_dtype=""))
-    if wide.tiles is None:
-        return wide
-    tiles = dataclasses.replace(wide.tiles, block_n=max(1 if mm.m < SMALL_M else 16, wide.tiles.block_n // 2))
-    return Choice(tiles, wide.layout, f"two weights: half the columns of the {2 * mm.n}-wide matmul's tiles ({wide.why})")
 
 
 def measured_on() -> str:
@@ -170,7 +156,8 @@ def gemv_tiles(mm: Matmul) -> Tiles:
     time (F.linear) on average. The choice by program count it replaced was 1.16x and 1.96x there."""
     block_m = 1 << (mm.m - 1).bit_length()
     block_k = min(2048, 1 << (mm.k - 1).bit_length())
-    return Tiles(block_m, max(1, 8192 // block_m // block_k), block_k, 4, 1)
+    weights = 2 if mm.gated else 1  # two weights (SwiGLU's gate and up): as many elements a step, half the outputs
+    return Tiles(block_m, max(1, 8192 // block_m // block_k // weights), block_k, 4, 1)
 
 
 # kiln_matmul's 16-bit configurations, largest first (block_k 64: a wgmma's K for bf16 is 16, four a step)

@@ -14,7 +14,7 @@ The matmul and convolution sources are the ones an H100 run measured
 kiln launches one batch) is still there. The matmul's bias epilogue adds nn.Linear's bias to the f32
 accumulator before the one rounding (kiln passes bias_ptr None where there is none, which compiles
 it away), and a generated epilogue computes the elementwise ops after the product on its tile (a
-GELU; SwiGLU's silu(gate) * up over the products of two weights); the convolutions' epilogue scales, shifts and clamps it per channel the same way
+GELU; and in the GEMV, SwiGLU's silu(gate) * up over the products of two weights); the convolutions' epilogue scales, shifts and clamps it per channel the same way
 (batch norm, a bias, ReLU/ReLU6 fused; a convolution's bias alone is added outside the kernel).
 
 Importing this module imports Triton: only build.py does, when a kernel is generated.
@@ -42,7 +42,7 @@ def _tile_of(
 
 @triton.jit
 def kiln_matmul(
-    a_ptr, b_ptr, bias_ptr, b2_ptr, c_ptr,
+    a_ptr, b_ptr, bias_ptr, o_ptr, c_ptr,
     M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
     A_SB: tl.constexpr, A_SM: tl.constexpr, A_SK: tl.constexpr,
     B_SB: tl.constexpr, B_SK: tl.constexpr, B_SN: tl.constexpr,
@@ -50,9 +50,9 @@ def kiln_matmul(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     PRECISION: tl.constexpr, EPILOGUE: tl.constexpr,
 ):  # fmt: skip
-    """One BLOCK_M x BLOCK_N tile of C for batch program_id(1); f32 accumulation, K loop pipelined.
-    With a second weight (b2_ptr, read as B is) the tile of A is multiplied by both; EPILOGUE (a
-    generated function, row_source.py) then computes the result from the two f32 products."""
+    """One BLOCK_M x BLOCK_N tile of C for batch program_id(1); f32 accumulation, K loop pipelined;
+    EPILOGUE (a generated function, row_source.py) computes the result from the f32 product and the
+    tile of a further operand laid out as C (o_ptr: SwiGLU's up projection, for the gate's)."""
     tile_m, tile_n = _tile_of(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     batch = tl.program_id(1)
     rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -64,9 +64,7 @@ def kiln_matmul(
     safe_cols = tl.where(cols < N, cols, 0)
     a_tile = a_ptr + batch * A_SB + safe_rows[:, None] * A_SM + ks[None, :] * A_SK
     b_tile = b_ptr + batch * B_SB + ks[:, None] * B_SK + safe_cols[None, :] * B_SN
-    b2_tile = b2_ptr + batch * B_SB + ks[:, None] * B_SK + safe_cols[None, :] * B_SN if b2_ptr is not None else b_tile
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    acc2 = acc
     for step in range(tl.cdiv(K, BLOCK_K)):
         if K % BLOCK_K == 0:
             a = tl.load(a_tile)
@@ -76,21 +74,18 @@ def kiln_matmul(
             a = tl.load(a_tile, mask=ks[None, :] < left, other=0.0)
             b = tl.load(b_tile, mask=ks[:, None] < left, other=0.0)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
-        if b2_ptr is not None:
-            if K % BLOCK_K == 0:
-                b2 = tl.load(b2_tile)
-            else:
-                b2 = tl.load(b2_tile, mask=ks[:, None] < K - step * BLOCK_K, other=0.0)
-            acc2 = tl.dot(a, b2, acc2, input_precision=PRECISION)
-            b2_tile += BLOCK_K * B_SK
         a_tile += BLOCK_K * A_SK
         b_tile += BLOCK_K * B_SK
     if bias_ptr is not None:
         acc += tl.load(bias_ptr + safe_cols).to(tl.float32)[None, :]
+    inside = (rows[:, None] < M) & (cols[None, :] < N)
+    offsets = batch * C_SB + rows[:, None] * C_SM + cols[None, :] * C_SN
     if EPILOGUE is not None:
-        acc = EPILOGUE(acc, acc2)
-    c_tile = c_ptr + batch * C_SB + rows[:, None] * C_SM + cols[None, :] * C_SN
-    tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
+        other = acc
+        if o_ptr is not None:
+            other = tl.load(o_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
+        acc = EPILOGUE(acc, other)
+    tl.store(c_ptr + offsets, acc.to(c_ptr.dtype.element_ty), mask=inside)
 
 
 @triton.jit
@@ -104,7 +99,9 @@ def kiln_gemv(
 
     A GEMV reads each weight once and is bound by memory: no tensor cores (a 16-row MMA tile would be
     mostly padding), f32 products accumulated elementwise across the K loop and reduced once at the
-    end, so a step is loads and FMAs only. A second weight and an epilogue as kiln_matmul's."""
+    end, so a step is loads and FMAs only. With a second weight (b2_ptr, read as W is: SwiGLU's gate
+    and up in a decode step) each step reads both, the row of A once; EPILOGUE (a generated function,
+    row_source.py) computes the result from the f32 products."""
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     rows = tl.arange(0, BLOCK_M)
     ks = tl.arange(0, BLOCK_K)

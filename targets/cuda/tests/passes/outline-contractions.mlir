@@ -566,20 +566,24 @@ module attributes {kiln.matmul_precision = "high", kiln.conv_precision = "high"}
 // -----
 
 // SwiGLU as a decoder's MLP has it: the gate and up projections of one normed input (two views of it),
-// each viewed back to [batch, seq, hidden], silu(gate) computed in f32 and rounded, times up. One call
-// takes both weights; the function's steps read v0 (gate) and v1 (up); the views are moved after it.
+// each viewed back to [batch, seq, hidden], silu(gate) computed in f32 and rounded, times up. The gate's
+// call computes silu and the product, reading the up projection's product as a further operand (v1);
+// the views are moved after it.
 // CHECK-LABEL: func.func @swiglu
-// CHECK:         %[[G:.*]] = call @kiln_mm_0(%{{.*}}, %arg1, %arg2) : (!torch.vtensor<[16,8],bf16>, !torch.vtensor<[24,8],bf16>, !torch.vtensor<[24,8],bf16>) -> !torch.vtensor<[16,24],bf16>
+// CHECK:         %[[U:.*]] = call @kiln_mm_1(%{{.*}}, %arg2) : (!torch.vtensor<[16,8],bf16>, !torch.vtensor<[24,8],bf16>) -> !torch.vtensor<[16,24],bf16>
+// CHECK-NEXT:    %[[G:.*]] = call @kiln_mm_0(%{{.*}}, %arg1, %[[U]]) : (!torch.vtensor<[16,8],bf16>, !torch.vtensor<[24,8],bf16>, !torch.vtensor<[16,24],bf16>) -> !torch.vtensor<[16,24],bf16>
 // CHECK:         %[[V:.*]] = torch.aten.view %[[G]], {{.*}} -> !torch.vtensor<[2,8,24],bf16>
 // CHECK-NEXT:    return %[[V]]
 // CHECK:       func.func private @kiln_mm_0
 // CHECK-SAME:    epilogue = {{\[\[}}"cast", "f32", 0], ["neg", "f32", 2], ["exp", "f32", 3], ["add", "f32", 4, 1.000000e+00], ["reciprocal", "f32", 5], ["mul", "f32", 2, 6], ["cast", "bf16", 7], ["mul", "bf16", 8, 1]]
-// CHECK-SAME:    gated = true
+// CHECK-SAME:    other = "bf16"
 // CHECK-SAME:    product_dtype = "bf16"
-// CHECK-COUNT-2: torch.aten.mm
+// CHECK:         torch.aten.mm
 // CHECK:         torch.aten.exp
-// CHECK:         %[[P:.*]] = torch.aten.mul.Tensor {{.*}} -> !torch.vtensor<[16,24],bf16>
+// CHECK:         %[[P:.*]] = torch.aten.mul.Tensor %{{.*}}, %arg2 : {{.*}} -> !torch.vtensor<[16,24],bf16>
 // CHECK-NEXT:    return %[[P]]
+// CHECK:       func.func private @kiln_mm_1
+// CHECK-SAME:    bias = false, dtype = "bf16", k = 8 : i64, kind = "mm", m = 16 : i64, n = 24 : i64, out_dtype = "bf16", precision = ""}
 module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
   func.func @swiglu(%x: !torch.vtensor<[2,8,8],bf16>, %wg: !torch.vtensor<[24,8],bf16>, %wu: !torch.vtensor<[24,8],bf16>) -> !torch.vtensor<[2,8,24],bf16> {
     %int0 = torch.constant.int 0
@@ -613,6 +617,52 @@ module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "hig
     %uv = torch.aten.view %u, %back : !torch.vtensor<[16,24],bf16>, !torch.list<int> -> !torch.vtensor<[2,8,24],bf16>
     %y = torch.aten.mul.Tensor %s16, %uv : !torch.vtensor<[2,8,24],bf16>, !torch.vtensor<[2,8,24],bf16> -> !torch.vtensor<[2,8,24],bf16>
     return %y : !torch.vtensor<[2,8,24],bf16>
+  }
+}
+
+// -----
+
+// The same in a decode step (one row): one call takes both weights; the function's steps read v0 (gate)
+// and v1 (up), both products computed by the GEMV.
+// CHECK-LABEL: func.func @swiglu_decode
+// CHECK:         %[[G:.*]] = call @kiln_mm_0(%{{.*}}, %arg1, %arg2) : (!torch.vtensor<[1,8],bf16>, !torch.vtensor<[24,8],bf16>, !torch.vtensor<[24,8],bf16>) -> !torch.vtensor<[1,24],bf16>
+// CHECK:         %[[V:.*]] = torch.aten.view %[[G]], {{.*}} -> !torch.vtensor<[1,1,24],bf16>
+// CHECK-NEXT:    return %[[V]]
+// CHECK:       func.func private @kiln_mm_0
+// CHECK-SAME:    gated = true
+// CHECK-COUNT-2: torch.aten.mm
+// CHECK:         torch.aten.exp
+module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @swiglu_decode(%x: !torch.vtensor<[1,1,8],bf16>, %wg: !torch.vtensor<[24,8],bf16>, %wu: !torch.vtensor<[24,8],bf16>) -> !torch.vtensor<[1,1,24],bf16> {
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int6 = torch.constant.int 6
+    %int8 = torch.constant.int 8
+    %int15 = torch.constant.int 15
+    %int24 = torch.constant.int 24
+    %float1 = torch.constant.float 1.000000e+00
+    %false = torch.constant.bool false
+    %none = torch.constant.none
+    %swap = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %flat = torch.prim.ListConstruct %int1, %int8 : (!torch.int, !torch.int) -> !torch.list<int>
+    %back = torch.prim.ListConstruct %int1, %int1, %int24 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %xg = torch.aten.view %x, %flat : !torch.vtensor<[1,1,8],bf16>, !torch.list<int> -> !torch.vtensor<[1,8],bf16>
+    %wgt = torch.aten.permute %wg, %swap : !torch.vtensor<[24,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,24],bf16>
+    %g = torch.aten.mm %xg, %wgt : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,24],bf16> -> !torch.vtensor<[1,24],bf16>
+    %gv = torch.aten.view %g, %back : !torch.vtensor<[1,24],bf16>, !torch.list<int> -> !torch.vtensor<[1,1,24],bf16>
+    %g32 = torch.aten.to.dtype %gv, %int6, %false, %false, %none : !torch.vtensor<[1,1,24],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[1,1,24],f32>
+    %n = torch.aten.neg %g32 : !torch.vtensor<[1,1,24],f32> -> !torch.vtensor<[1,1,24],f32>
+    %e = torch.aten.exp %n : !torch.vtensor<[1,1,24],f32> -> !torch.vtensor<[1,1,24],f32>
+    %d = torch.aten.add.Scalar %e, %float1, %int1 : !torch.vtensor<[1,1,24],f32>, !torch.float, !torch.int -> !torch.vtensor<[1,1,24],f32>
+    %r = torch.aten.reciprocal %d : !torch.vtensor<[1,1,24],f32> -> !torch.vtensor<[1,1,24],f32>
+    %s = torch.aten.mul.Tensor %g32, %r : !torch.vtensor<[1,1,24],f32>, !torch.vtensor<[1,1,24],f32> -> !torch.vtensor<[1,1,24],f32>
+    %s16 = torch.aten.to.dtype %s, %int15, %false, %false, %none : !torch.vtensor<[1,1,24],f32>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[1,1,24],bf16>
+    %xu = torch.aten.view %x, %flat : !torch.vtensor<[1,1,8],bf16>, !torch.list<int> -> !torch.vtensor<[1,8],bf16>
+    %wut = torch.aten.permute %wu, %swap : !torch.vtensor<[24,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,24],bf16>
+    %u = torch.aten.mm %xu, %wut : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,24],bf16> -> !torch.vtensor<[1,24],bf16>
+    %uv = torch.aten.view %u, %back : !torch.vtensor<[1,24],bf16>, !torch.list<int> -> !torch.vtensor<[1,1,24],bf16>
+    %y = torch.aten.mul.Tensor %s16, %uv : !torch.vtensor<[1,1,24],bf16>, !torch.vtensor<[1,1,24],bf16> -> !torch.vtensor<[1,1,24],bf16>
+    return %y : !torch.vtensor<[1,1,24],bf16>
   }
 }
 
