@@ -130,14 +130,16 @@ def _region(entries: list[ir.Value], shape: tuple[int, ...], other: bool) -> tup
 
 def _a_product(value: ir.Value, shape: tuple[int, ...]) -> bool:
     """Whether `value`, of `shape`, is a matmul's result (or a view of one): torch's mm, or a call of
-    one outline-contractions made already."""
+    a matmul outline-contractions made already (its functions are named kiln_mm_<n>)."""
     described = static_type(value)
     op = defining_op(value)
     if described is None or described.shape != shape or op is None:
         return False
     if op.name == "torch.aten.view":
         op = defining_op(op.operands[0])
-    return op is not None and op.name in ("torch.aten.mm", "func.call")
+    if op is not None and op.name == "func.call":
+        return op.attributes["callee"].value.startswith("kiln_mm_")
+    return op is not None and op.name == "torch.aten.mm"
 
 
 def _viewed(value: ir.Value, shape: tuple[int, ...], before: ir.Operation) -> ir.Value:
