@@ -71,7 +71,7 @@ def launch(a, w, c, tiles: tuple[int, int, int, int, int]) -> None:
     block_m, block_n, block_k, warps, stages = tiles
     grid = (math.ceil(m / block_m) * math.ceil(n / block_n), 1)
     kiln_matmul[grid](
-        a, w, None, None, c, M=m, N=n, K=k, A_SB=m * k, A_SM=k, A_SK=1, B_SB=n * k, B_SK=1, B_SN=k, C_SB=m * n, C_SM=n, C_SN=1,
+        a, w, None, c, M=m, N=n, K=k, A_SB=m * k, A_SM=k, A_SK=1, B_SB=n * k, B_SK=1, B_SN=k, C_SB=m * n, C_SM=n, C_SN=1,
         BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, GROUP_M=8, PRECISION="ieee", EPILOGUE=None, num_warps=warps, num_stages=stages,
     )  # fmt: skip
 

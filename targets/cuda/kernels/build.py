@@ -84,8 +84,6 @@ def check(contraction: Contraction) -> None:
         raise Unsupported(f"rows of {contraction.width}: the row kernel holds at most {MAX_ROW_WIDTH} columns in registers")
     if isinstance(contraction, Matmul) and contraction.gated and not gated_outlined(contraction.m):
         raise Unsupported(f"two weights with {contraction.m} rows: only the GEMV kernel takes a second weight")
-    if isinstance(contraction, Matmul) and contraction.other and gated_outlined(contraction.m):
-        raise Unsupported(f"a further operand with {contraction.m} rows: the GEMV kernel takes none")
     if isinstance(contraction, Attention) and contraction.head_dim not in HEAD_DIMS:
         raise Unsupported(f"head dimension {contraction.head_dim}: the attention kernel takes {', '.join(map(str, HEAD_DIMS))}")
 
@@ -125,8 +123,7 @@ def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
 
 def _compile_product(mm: Matmul, tiles: Tiles, epilogue: Any) -> Kernel:
     b_sk, b_sn = (1, mm.k) if mm.b_layout == "nk" else (mm.n, 1)
-    further = ("b2_ptr",) if mm.gated else ("o_ptr",) if mm.other else ()
-    pointers = ("a_ptr", "b_ptr", *(("bias_ptr",) if mm.bias else ()), *further, "c_ptr")
+    pointers = ("a_ptr", "b_ptr", *(("bias_ptr",) if mm.bias else ()), *(("b2_ptr",) if mm.gated else ()), "c_ptr")
     if mm.m < SMALL_M:
         constants = dict(M=mm.m, N=mm.n, K=mm.k, B_SK=b_sk, B_SN=b_sn, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, EPILOGUE=epilogue)
         return _compile(_fixed("kiln_gemv"), pointers, constants, mm, tiles, (math.ceil(mm.n / tiles.block_n), 1, 1), "kiln_gemv")
@@ -308,7 +305,7 @@ def _compile(
     dtypes = (*contraction.operand_dtypes(), *(dtype for _, dtype in results(contraction)))
     signature = {name: f"*{_TRITON_TYPES[dtype]}" for name, dtype in zip(pointers, dtypes, strict=True)}
     constexprs = dict(constants)
-    for optional in ("bias_ptr", "b2_ptr", "o_ptr", "mask_ptr", "scale_ptr", "shift_ptr", "w_ptr"):  # an operand the kernel is not given compiles away
+    for optional in ("bias_ptr", "b2_ptr", "mask_ptr", "scale_ptr", "shift_ptr", "w_ptr"):  # an operand the kernel is not given compiles away
         if optional in fn.arg_names and optional not in pointers:
             constexprs[optional] = None
     signature.update(dict.fromkeys(constexprs, "constexpr"))

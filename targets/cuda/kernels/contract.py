@@ -15,7 +15,9 @@ HEAD_DIMS = tuple(range(16, 129, 16))
 # both weights in one pass, the input row once (Llama-3.2-1B decode on the H200: 2.28 -> 2.20 ms a
 # step). On tensor cores a kernel holding both products' tiles ran 1.25-1.45x slower than the two
 # matmuls apart on four decoders' gate/up shapes (kiln's PTX, Triton 3.9: results/ptx-matmuls-h200.json),
-# more than the separate SiLU-times-up pass it saves.
+# more than the separate SiLU-times-up pass it saves; and the gate's kernel loading the up product
+# for its epilogue was no faster than the gate and the pass apart (results/ptx-matmuls-other-h200.json:
+# its epilogue's loads are not overlapped with the tensor cores' work). Both are left out.
 GATED_ROWS_BELOW = 8
 
 

@@ -41,26 +41,22 @@ class Matmul:
     bias: bool = False  # a bias[N] operand in the input dtype, added to the f32 accumulator before rounding
     # The elementwise ops the graph applies to the product (a GELU; SwiGLU's silu(gate) * up), computed
     # on the kernel's tile before the one store: row-program steps (RowProgram) over v0, the product
-    # (with its bias) rounded to `product_dtype`, and v1: with `gated` the product of a second weight
-    # W2 (shaped and laid out as W) with the same A, rounded likewise; with `other` (its dtype) a
-    # further [M, N] operand (the up projection's product, computed apart). `out_dtype` is then the
-    # last step's dtype.
+    # (with its bias) rounded to `product_dtype`, and v1, with `gated` the product of a second weight
+    # W2 (shaped and laid out as W) with the same A, rounded likewise (the GEMV only:
+    # contract.gated_outlined). `out_dtype` is then the last step's dtype.
     epilogue: tuple[tuple[Any, ...], ...] = ()
     gated: bool = False
-    other: str = ""
     product_dtype: str = ""  # where there is an epilogue: the dtype of the matmul's result in the graph
 
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
         b = (self.n, self.k) if self.b_layout == "nk" else (self.k, self.n)
-        further = [*([b] if self.gated else []), *([(self.m, self.n)] if self.other else [])]
-        return ((self.m, self.k), b, *([(self.n,)] if self.bias else []), *further)
+        return ((self.m, self.k), b, *([(self.n,)] if self.bias else []), *([b] if self.gated else []))
 
     def result_shape(self) -> tuple[int, ...]:
         return (self.m, self.n)
 
     def operand_dtypes(self) -> tuple[str, ...]:
-        dtypes = (self.dtype,) * len(self.operand_shapes())
-        return (*dtypes[:-1], self.other) if self.other else dtypes
+        return (self.dtype,) * len(self.operand_shapes())
 
     @property
     def flops(self) -> int:
@@ -76,7 +72,7 @@ class Matmul:
         precision = f"-{self.precision}" if self.dtype == "f32" else ""
         out = f"-out{self.out_dtype}" if self.out_dtype != self.dtype else ""
         bias = "-bias" if self.bias else ""
-        gated = "-gated" if self.gated else f"-other{self.other}" if self.other else ""
+        gated = "-gated" if self.gated else ""
         epilogue = f"-ep{_digest([self.epilogue, self.product_dtype])}" if self.epilogue else ""
         return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-{self.b_layout}{bias}{gated}{epilogue}{out}"
 

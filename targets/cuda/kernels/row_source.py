@@ -95,10 +95,9 @@ def _step_lines(steps: tuple[tuple[Any, ...], ...], first: int) -> list[str]:
 
 
 def epilogue_source(mm: Matmul) -> str:
-    """The Triton source of `mm`'s epilogue, `kiln_epilogue(v0, v1)`: the product's f32 tile rounded to
-    the product dtype, as the graph rounds the matmul's result (v1 likewise where it is a second
-    weight's product; as loaded where it is a further operand; unused without either), then the
-    steps; it returns the last, in f32."""
+    """The Triton source of `mm`'s epilogue, `kiln_epilogue(v0, v1)`: the products' f32 tiles (v1 the
+    second weight's, unused without one) rounded to the product dtype, as the graph rounds the matmul's
+    result, then the steps; it returns the last, in f32."""
     assert not any(step[0] in ("sum", "amax") for step in mm.epilogue), "an epilogue is elementwise"
     rounded = _TRITON_DTYPES[mm.product_dtype]
     lines = [

@@ -42,7 +42,7 @@ def _tile_of(
 
 @triton.jit
 def kiln_matmul(
-    a_ptr, b_ptr, bias_ptr, o_ptr, c_ptr,
+    a_ptr, b_ptr, bias_ptr, c_ptr,
     M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
     A_SB: tl.constexpr, A_SM: tl.constexpr, A_SK: tl.constexpr,
     B_SB: tl.constexpr, B_SK: tl.constexpr, B_SN: tl.constexpr,
@@ -51,8 +51,7 @@ def kiln_matmul(
     PRECISION: tl.constexpr, EPILOGUE: tl.constexpr,
 ):  # fmt: skip
     """One BLOCK_M x BLOCK_N tile of C for batch program_id(1); f32 accumulation, K loop pipelined;
-    EPILOGUE (a generated function, row_source.py) computes the result from the f32 product and the
-    tile of a further operand laid out as C (o_ptr: SwiGLU's up projection, for the gate's)."""
+    EPILOGUE (a generated function, row_source.py) computes the result from the f32 product."""
     tile_m, tile_n = _tile_of(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     batch = tl.program_id(1)
     rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -78,14 +77,10 @@ def kiln_matmul(
         b_tile += BLOCK_K * B_SK
     if bias_ptr is not None:
         acc += tl.load(bias_ptr + safe_cols).to(tl.float32)[None, :]
-    inside = (rows[:, None] < M) & (cols[None, :] < N)
-    offsets = batch * C_SB + rows[:, None] * C_SM + cols[None, :] * C_SN
     if EPILOGUE is not None:
-        other = acc
-        if o_ptr is not None:
-            other = tl.load(o_ptr + offsets, mask=inside, other=0.0).to(tl.float32)
-        acc = EPILOGUE(acc, other)
-    tl.store(c_ptr + offsets, acc.to(c_ptr.dtype.element_ty), mask=inside)
+        acc = EPILOGUE(acc, acc)  # no second product here (kiln_gemv's)
+    c_tile = c_ptr + batch * C_SB + rows[:, None] * C_SM + cols[None, :] * C_SN
+    tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
 @triton.jit

@@ -1,16 +1,21 @@
 """The elementwise ops after a matmul that its kernel computes on its output tile: a matmul's epilogue
 (contraction.Matmul.epilogue).
 
-A GELU after a Linear layer, or SwiGLU's `silu(x @ Wg^T) * (x @ Wu^T)`, is otherwise a pass of its own
-over the product: written by the matmul, read back, written again (Qwen2.5-0.5B's SiLU-times-up row
-program, 0.83 ms of its 9.2 ms call at batch 8 on the H200; ConvNeXt's GELUs about 0.5 of 4.5). The
-epilogue is the region of ops that reads nothing but the products (one, or two with the same A) and
-constants, each op a row-program step (row_steps.py) other than a sum or maximum, every value but
-the last read inside the region only; with one product, it may read one further value of its shape
-made by another matmul (SwiGLU's up projection, where the gate's epilogue computes silu(gate) * up),
-which the kernel loads beside its tile. Views between the product and the region that keep its
-columns (nn.Linear on [batch, seq, features] flattens and restores the leading dims) are moved past
-the region, so that it computes on the [M, N] products and the kernel's tile is its input.
+A GELU after a Linear layer is otherwise a pass of its own over the product: written by the matmul,
+read back, written again (ConvNeXt's GELUs, about 0.5 ms of its 4.5 ms call at batch 32 on the
+H200). The epilogue is the region of ops that reads nothing but the products (one, or in a decode
+step two with the same A: SwiGLU's gate and up, contract.gated_outlined) and constants, each op a
+row-program step (row_steps.py) other than a sum or maximum, every value but the last read inside the
+region only. Views between the product and the region that keep its columns (nn.Linear on
+[batch, seq, features] flattens and restores the leading dims) are moved past the region, so that it
+computes on the [M, N] products and the kernel's tile is its input.
+
+Not an epilogue: ops whose result only an elementwise op with another matmul's product reads (the
+SiLU of SwiGLU's gate with more rows than a decode step's). outline-row-programs then computes the
+SiLU and the product in one pass reading each product once; with the SiLU in the gate's kernel the
+product was an IREE dispatch of its own. Nor the product itself with the up's tile read in the gate's
+epilogue: kiln_matmul's epilogue loads are not overlapped with its tensor cores' work, and that
+kernel ran as long as the gate and the row program apart (results/ptx-matmuls-other-h200.json).
 """
 
 from __future__ import annotations
@@ -35,13 +40,11 @@ class Epilogue:
     ops: list[ir.Operation]
     steps: list[tuple[Any, ...]]
     stale: list[ir.Operation]  # the views the region was moved past, unused now: the caller erases them
-    other: ir.Value | None = None  # the further [M, N] operand, v1, where the region reads one
 
 
-def find(products: list[ir.Value], other: bool = False) -> Epilogue | None:
-    """The epilogue reading every one of `products` (matmul results of one shape [M, N]), and with
-    `other` perhaps one further value made by another matmul, or None. Where the region computes on
-    views of them, it is rebuilt on the products first (the IR changes)."""
+def find(products: list[ir.Value]) -> Epilogue | None:
+    """The epilogue reading every one of `products` (matmul results of one shape [M, N]), or None.
+    Where the region computes on views of them, it is rebuilt on the products first (the IR changes)."""
     described = [static_type(value) for value in products]
     if any(found is None or len(found.shape) != 2 for found in described) or len({found.shape for found in described}) != 1:  # type: ignore[union-attr]
         return None
@@ -49,33 +52,19 @@ def find(products: list[ir.Value], other: bool = False) -> Epilogue | None:
     shapes = {static_type(value).shape for value in entries}  # type: ignore[union-attr]
     if len(shapes) != 1:
         return None
-    found = _region(entries, shapes.pop(), other)
-    if found is None:
+    region = _region(entries, shapes.pop())
+    if region is None or (len(products) == 1 and _gates_a_product(region[-1])):
         return None
-    region, further = found
     stale = [defining_op(entry) for entry in entries if entry not in products]
-    flat = described[0].shape  # type: ignore[union-attr]
-    if further is not None and static_type(further).shape != flat:  # type: ignore[union-attr]
-        source = defining_op(further)
-        if source is not None and source.name == "torch.aten.view" and static_type(source.operands[0]).shape == flat:  # type: ignore[union-attr]
-            stale.append(source)
-            mapping = {further: source.operands[0]}
-        else:
-            mapping = {further: _viewed(further, flat, region[-1])}
-        further = mapping[further]
-    else:
-        mapping = {}
     if stale:
-        region = _flattened(region, {**dict(zip(entries, products, strict=True)), **mapping}, flat)
+        region = _flattened(region, dict(zip(entries, products, strict=True)), described[0].shape)  # type: ignore[union-attr]
     numbers: dict[ir.Value, int] = {value: index for index, value in enumerate(products)}
-    if further is not None:
-        numbers[further] = 1
     steps = []
     for op in region:
         kind, operands = step_of(op, tuple(static_type(op.results[0]).shape))  # type: ignore[misc, union-attr]
         steps.append((kind, dtype_of(op.results[0]), *(numbers[x] if isinstance(x, ir.Value) else x for x in operands)))
         numbers[op.results[0]] = 2 + len(steps) - 1  # v0 and v1 are the products, then the steps
-    return Epilogue(region, steps, stale, further)  # type: ignore[arg-type]
+    return Epilogue(region, steps, stale)  # type: ignore[arg-type]
 
 
 def _entry(product: ir.Value) -> ir.Value:
@@ -89,10 +78,9 @@ def _entry(product: ir.Value) -> ir.Value:
     return view if len(shape) >= 2 and shape[-1] == cols and math.prod(shape) == rows * cols else product
 
 
-def _region(entries: list[ir.Value], shape: tuple[int, ...], other: bool) -> tuple[list[ir.Operation], ir.Value | None] | None:
-    """The ops after `entries` that compute from them, constants and (with `other`) one further value
-    of their shape made by a matmul, trimmed from the end until only the last one is read outside and
-    every entry is read inside only: (the ops, the further value or None); None if no op is left."""
+def _region(entries: list[ir.Value], shape: tuple[int, ...]) -> list[ir.Operation] | None:
+    """The ops after `entries` that compute from them and constants alone, trimmed from the end until
+    only the last one is read outside and every entry is read inside only; None if none is left."""
     block = defining_op(entries[0]).operation.block  # type: ignore[union-attr]
     ops = [op.operation for op in block.operations]
     position = {op: index for index, op in enumerate(ops)}
@@ -100,7 +88,6 @@ def _region(entries: list[ir.Value], shape: tuple[int, ...], other: bool) -> tup
     values = set(entries)
     last_use = max(_last_user(value, position) for value in entries)
     region: list[ir.Operation] = []
-    further: ir.Value | None = None
     while index < last_use:
         index += 1
         op = ops[index]
@@ -108,10 +95,7 @@ def _region(entries: list[ir.Value], shape: tuple[int, ...], other: bool) -> tup
         if found is None or found[0] in REDUCTIONS:
             continue
         read = [x for x in found[1] if isinstance(x, ir.Value)]  # the others are constants
-        outside = {value for value in read if value not in values}
-        if other and further is None and len(outside) == 1 and _a_product(next(iter(outside)), shape):
-            further = next(iter(outside))
-        if read and all(value in values or (further is not None and value == further) for value in read):
+        if read and all(value in values for value in read):
             region.append(op)
             values.add(op.results[0])
             last_use = max(last_use, _last_user(op.results[0], position))
@@ -122,31 +106,24 @@ def _region(entries: list[ir.Value], shape: tuple[int, ...], other: bool) -> tup
             list(value.uses) and all(_owner(use) in inside for use in value.uses) for value in entries
         )
         if exits == [region[-1]] and entries_inside:
-            kept = further if further is not None and any(further in list(op.operands) for op in region) else None
-            return region, kept
+            return region
         region.pop()
     return None
 
 
-def _a_product(value: ir.Value, shape: tuple[int, ...]) -> bool:
-    """Whether `value`, of `shape`, is a matmul's result (or a view of one): torch's mm, or a call of
-    a matmul outline-contractions made already (its functions are named kiln_mm_<n>)."""
-    described = static_type(value)
-    op = defining_op(value)
-    if described is None or described.shape != shape or op is None:
+def _gates_a_product(sink: ir.Operation) -> bool:
+    """Whether the one reader of `sink`'s result is an elementwise op that also reads another matmul's
+    product (torch's mm, or an outlined kiln_mm call; through a view)."""
+    uses = list(sink.results[0].uses)
+    if len(uses) != 1 or _owner(uses[0]).name not in ("torch.aten.mul.Tensor", "torch.aten.add.Tensor", "torch.aten.sub.Tensor", "torch.aten.div.Tensor"):
         return False
-    if op.name == "torch.aten.view":
-        op = defining_op(op.operands[0])
-    if op is not None and op.name == "func.call":
-        return op.attributes["callee"].value.startswith("kiln_mm_")
-    return op is not None and op.name == "torch.aten.mm"
-
-
-def _viewed(value: ir.Value, shape: tuple[int, ...], before: ir.Operation) -> ir.Value:
-    """`view(value, shape)`, made before `before`."""
-    with before.location, ir.InsertionPoint(before):
-        listed = ir.Operation.create("torch.prim.ListConstruct", results=[ir.Type.parse("!torch.list<int>")], operands=[_int(size) for size in shape])
-        return ir.Operation.create("torch.aten.view", results=[vtensor(list(shape), dtype_of(value))], operands=[value, listed.results[0]]).results[0]
+    for operand in _owner(uses[0]).operands:
+        op = defining_op(operand)
+        if op is not None and op.name == "torch.aten.view":
+            op = defining_op(op.operands[0])
+        if op is not None and (op.name == "torch.aten.mm" or (op.name == "func.call" and op.attributes["callee"].value.startswith("kiln_mm_"))):
+            return True
+    return False
 
 
 def _flattened(region: list[ir.Operation], products: dict[ir.Value, ir.Value], shape: tuple[int, ...]) -> list[ir.Operation]:

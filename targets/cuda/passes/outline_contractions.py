@@ -13,12 +13,11 @@ Eligible, with static shapes:
   passed as is) or any [K, N] value. When both operands are `aten.to.dtype` upcasts of 16-bit values
   (kiln's bf16 Linear layers compute in f32 from bf16 values), the function takes the 16-bit values:
   a 16-bit kernel with f32 accumulation and an f32 result is the same arithmetic.
-  The elementwise ops after the product (and its bias) that read nothing else, a GELU say, or one
-  further value made by another matmul (SwiGLU: silu(x @ Wg^T) * (x @ Wu^T), the up projection's
-  product), are its epilogue (matmul_epilogue.py), which the kernel computes on its tile. Where the
-  kernel is the GEMV (a decode step: `contract.gated_outlined`), two matmuls of one A by two weights
-  whose products only such ops read together are one function taking both weights instead, the
-  kernel computing both products and the ops.
+  The elementwise ops after the product (and its bias) that read nothing else, a GELU say, are its
+  epilogue (matmul_epilogue.py), which the kernel computes on its tile. Where the kernel is the GEMV
+  (a decode step: `contract.gated_outlined`), two matmuls of one A by two weights whose products only
+  such ops read together (SwiGLU: silu(x @ Wg^T) * (x @ Wu^T)) are one function taking both weights,
+  the kernel computing both products and the ops.
 - `aten.bmm(A, broadcast_to(B, [b, k, n]))` of a 2-D B (one weight for every batch: the in-projection
   of nn.MultiheadAttention on batch-first inputs) is first rewritten as the one matmul it is:
   `view(mm(view(A, [b*m, k]), B), [b, m, n])`.
@@ -328,8 +327,7 @@ def _match_mm(op: ir.Operation, precision: str, second: ir.Operation | None = No
     else:
         bias, bias_ops = _bias_epilogue(op, n, a_type.dtype)
     product = bias_ops[-1].results[0] if bias_ops else op.results[0]
-    further = second is None and not gated_outlined(m)  # the GEMV takes a second weight, not a further operand
-    elementwise = matmul_epilogue.find([product, *([second.results[0]] if second is not None else [])], other=further)
+    elementwise = matmul_epilogue.find([product, *([second.results[0]] if second is not None else [])])
     if elementwise is None and second is not None:
         return None
     epilogue = [*bias_ops, *([second] if second is not None else [])]  # erased after the call replaces the last
@@ -354,9 +352,6 @@ def _match_mm(op: ir.Operation, precision: str, second: ir.Operation | None = No
         description.update(epilogue=[list(step) for step in elementwise.steps], product_dtype=static_type(product).dtype)  # type: ignore[union-attr]
     if second is not None:
         description["gated"] = True
-    other = elementwise.other if elementwise is not None else None
-    if other is not None:
-        description["other"] = static_type(other).dtype  # type: ignore[union-attr]
     mm_type = op.results[0].type
     cast = bias_ops[1] if len(bias_ops) == 2 else None
 
@@ -382,8 +377,6 @@ def _match_mm(op: ir.Operation, precision: str, second: ir.Operation | None = No
         if elementwise is None:
             return value
         mapping = {product: value}
-        if other is not None:
-            mapping[other] = args[-1]
         if second is not None:
             mapping[second.results[0]] = matmul(build, build.upcast(args[0]) if upcast else args[0], args[-1])
         for taken in elementwise.ops:
@@ -392,8 +385,7 @@ def _match_mm(op: ir.Operation, precision: str, second: ir.Operation | None = No
             mapping[taken.results[0]] = build.op(taken.name, operands, taken.results[0].type, attributes)
         return mapping[elementwise.ops[-1].results[0]]
 
-    further_operands = [*([b2] if b2 is not None else []), *([other] if other is not None else [])]
-    return description, [a, b, *([bias] if bias is not None else []), *further_operands], body, epilogue
+    return description, [a, b, *([bias] if bias is not None else []), *([b2] if b2 is not None else [])], body, epilogue
 
 
 def _bias_epilogue(op: ir.Operation, n: int, dtype: str) -> tuple[ir.Value | None, list[ir.Operation]]:

@@ -1,9 +1,9 @@
-"""Matmul epilogues: the elementwise ops after a matmul (a GELU after a Linear layer; SwiGLU's
-silu(gate) * up) are computed by the matmul's kernel on its tile, so the product is not written and
-read back: SwiGLU's gate kernel reads the up projection's product beside its tile, and in a decode
-step (fewer than 8 rows) one GEMV computes both products. The outlined module (IREE's body of each
-function, run on the CPU without a GPU) matches eager; the kernels' arithmetic matches PyTorch in
-Triton's interpreter; where another op reads the product too, nothing is fused."""
+"""Matmul epilogues: the elementwise ops after a matmul (a GELU after a Linear layer) are computed by the
+matmul's kernel on its tile, so the product is not written and read back; in a decode step (fewer
+than 8 rows) SwiGLU's gate and up are one GEMV over both weights. With more rows SwiGLU is left to the
+row program that reads both products once. The outlined module (IREE's body of each function, run
+on the CPU without a GPU) matches eager; the kernels' arithmetic matches PyTorch in Triton's
+interpreter; where another op reads the product too, nothing is fused."""
 
 from __future__ import annotations
 
@@ -73,15 +73,16 @@ def _descriptions(text: str) -> list[str]:
     return re.findall(r"kiln\.contraction = \{([^}]*kind = \"mm\"[^}]*)\}", text)
 
 
-def test_swiglu_is_the_gate_kernels_epilogue_reading_the_up_product_and_matches_eager(tmp_path):
+def test_swiglu_with_more_rows_keeps_its_silu_for_the_row_program_and_matches_eager(tmp_path):
+    """Not the gate's epilogue: the SiLU's only reader multiplies it by the up projection's product,
+    which outline-row-programs computes together, reading each product once."""
     torch.manual_seed(0)
     model, x = SwiGLU().eval(), torch.randn(2, 24, 64)
     text = _outlined(model, x, tmp_path)
-    fused = [found for found in _descriptions(text) if "epilogue = [" in found]
-    assert len(fused) == 1 and 'other = "f32"' in fused[0] and '"exp"' in fused[0] and "gated" not in fused[0], text
+    assert not any("epilogue = [" in found or "gated" in found for found in _descriptions(text)), text
     main = text.split("func.func private")[0]
-    assert len(re.findall(r"call @kiln_mm_\d+", main)) == 3, main  # up, gate (with up), down
-    assert "torch.aten.exp" not in main and "torch.aten.mul.Tensor" not in main, main
+    assert len(re.findall(r"call @kiln_mm_\d+", main)) == 3, main
+    assert "torch.aten.exp" in main and "torch.aten.mul.Tensor" in main, main
     _matches_eager_on_the_cpu(model, x, tmp_path)
 
 
@@ -138,4 +139,4 @@ def test_the_epilogue_kernels_match_torch_in_tritons_interpreter():
     script = Path(__file__).with_name("epilogue_interpreted.py")
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
-    assert result.stdout.count("max error") == 4 and "the up product given" in result.stdout, result.stdout
+    assert result.stdout.count("max error") == 3, result.stdout
