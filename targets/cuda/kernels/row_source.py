@@ -40,6 +40,7 @@ _UNARY = {
     "amax": "tl.reduce(tl.where(inside, {0}, float('-inf')), 1, _max_of)[:, None]",
 }
 _BINARY = {"add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "div": "tl.div_rn({0}, {1})"}
+_IMPORTS = ("import triton", "import triton.language as tl", "from triton.language.extra.cuda import libdevice", "", "")  # a generated file's head
 
 
 def source(program: RowProgram) -> str:
@@ -48,11 +49,7 @@ def source(program: RowProgram) -> str:
     inputs = [f"in{index}" for index in range(len(program.inputs))]
     also = [f"also{index}" for index in range(len(program.outputs))]
     lines = [
-        "import triton",
-        "import triton.language as tl",
-        "from triton.language.extra.cuda import libdevice",
-        "",
-        "",
+        *_IMPORTS,
         "@triton.jit",
         "def _max_of(a, b):",
         "    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)",
@@ -101,11 +98,7 @@ def epilogue_source(mm: Matmul) -> str:
     assert not any(step[0] in ("sum", "amax") for step in mm.epilogue), "an epilogue is elementwise"
     rounded = _TRITON_DTYPES[mm.product_dtype]
     lines = [
-        "import triton",
-        "import triton.language as tl",
-        "from triton.language.extra.cuda import libdevice",
-        "",
-        "",
+        *_IMPORTS,
         "@triton.jit",
         f"def {EPILOGUE_ENTRY}(v0, v1):",
         f"    v0 = v0.to({rounded}).to(tl.float32)",
