@@ -130,16 +130,35 @@ def row_candidates(program: RowProgram) -> list[Tiles]:
     return list(dict.fromkeys(pool))
 
 
+# Filters of more taps than this loop over their rows at run time in kiln_depthwise_conv2d: unrolled
+# whole, a 7x7 filter's 49 tile loads were all in flight at once and ptxas spilled (ConvNeXt's
+# 96-channel 7x7: 7.8 KB of spill stores a thread, 2.4 ms a call on the H200 against Inductor's whole
+# model at 10 ms); 5x5 filters unrolled need at most 252 registers and spill nothing (ptxas -v, sm_90a).
+UNROLLED_TAPS = 25
+LARGE_FILTER_CHANNELS = 64  # the channel block of a larger filter's tiles, at most
+
+
 def depthwise_candidates(conv: Conv2d | MaxPool2d) -> list[Tiles]:
     """Depthwise (and max pooling) configurations worth timing, the default first: `block_m` output pixels by `block_n`
     channels (`block_k` 1, unused), NHWC so a tap's loads run along the channels, 4 warps. The channel
     block is the power of two up to 128 that pads the channels least (the larger one where two tie);
     tiles hold 4096, 2048 or 1024 outputs. The default is the 2048 one, or the 1024 one where that
     gives too few programs for every SM to run four (MobileNet's layers at batch 1): the fastest or
-    within 10% of it on 10 of the 12 shapes and dtypes benchmarks/depthwise_tiles.py timed on an H100."""
+    within 10% of it on 10 of the 12 shapes and dtypes benchmarks/depthwise_tiles.py timed on an H100.
+
+    A filter of more taps than UNROLLED_TAPS (7x7: its rows a run-time loop) takes the 4096 one with a
+    channel block of at most LARGE_FILTER_CHANNELS, at every batch. Fitted on ConvNeXt-T's four 7x7
+    layers at batch 32 on the H200 (kiln's PTX, benchmarks/depthwise_ptx.py, results/depthwise-ptx-h200.json:
+    9-28% faster than the rule above, 968 -> 772 us a call); held out, ConvNeXt-B's four at batch 32
+    and ConvNeXt-T's at batch 1 (results/depthwise-ptx-heldout-h200.json): faster on all eight, by 7-17%
+    at batch 32 and 1-2 us of 15-20 at batch 1, and the fastest of 12 tiles on five."""
     block_n = min((128, 64, 32, 16), key=lambda block: (math.ceil(conv.c / block) * block, -block))
+    if conv.r * conv.s > UNROLLED_TAPS:
+        block_n = min(block_n, LARGE_FILTER_CHANNELS)
     pixels = conv.n * conv.p * conv.q
     default, smaller, larger = (Tiles(max(1, area // block_n), block_n, 1, 4, 1) for area in (2048, 1024, 4096))
+    if conv.r * conv.s > UNROLLED_TAPS:
+        return [larger, default, smaller]
     if math.ceil(pixels / default.block_m) * math.ceil(conv.c / block_n) < 4 * SMS:
         default, smaller = smaller, default
     return [default, smaller, larger]

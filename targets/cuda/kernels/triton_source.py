@@ -25,6 +25,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from . import tiles
+
 
 @triton.jit
 def _tile_of(
@@ -231,11 +233,7 @@ def kiln_conv2d(
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (local_cols[None, :] < K_OUT))
 
 
-# Filters of more taps than this loop over their rows at run time: unrolled whole, a 7x7 filter's 49
-# tile loads were all in flight at once and ptxas spilled (ConvNeXt's 96-channel 7x7: 7.8 KB of
-# spill stores a thread, 2.4 ms a call on the H200 against Inductor's whole model at 10 ms); 5x5
-# filters unrolled need at most 252 registers and spill nothing (ptxas -v, sm_90a).
-UNROLLED_TAPS = tl.constexpr(25)
+UNROLLED_TAPS = tl.constexpr(tiles.UNROLLED_TAPS)
 
 
 @triton.jit

@@ -151,6 +151,18 @@ def _ptxas() -> Path | None:
 
 
 @pytest.mark.parametrize(
+    ("n", "c", "size", "kernel", "expected"),
+    [(32, 96, 56, 7, "128x32"), (32, 384, 14, 7, "64x64"), (1, 768, 7, 7, "64x64"), (32, 144, 56, 3, "128x16"), (32, 240, 28, 5, "128x16")],
+)
+def test_large_depthwise_filters_take_4096_output_tiles_of_at_most_64_channels(n, c, size, kernel, expected):
+    """7x7 (ConvNeXt): 4096 outputs a tile, at most 64 channels, at every batch; 3x3 and 5x5 keep the
+    2048-output rule (tiles.depthwise_candidates says what each was measured on)."""
+    conv = Conv2d(n, c, size, size, c, kernel, kernel, (1, 1), (kernel // 2,) * 2, (1, 1), "bf16", "bf16", layout="nhwc", groups=c)
+    tiles = choose(conv).tiles
+    assert tiles is not None and f"{tiles.block_m}x{tiles.block_n}" == expected
+
+
+@pytest.mark.parametrize(
     "conv",
     [
         Conv2d(32, 96, 56, 56, 96, 7, 7, (1, 1), (3, 3), (1, 1), "f32", "f32", "ieee", layout="nhwc", groups=96),
