@@ -292,7 +292,11 @@ def test_hopper_compile_dispatches_kiln_kernels(model, dumps):
     assert kernels, records
     dispatched = KILN_DISPATCH.findall(flow_phase(dumps / model))  # from main and from main$out, which inlines it
     assert {entry for _, entry in dispatched} == {record["kernel"] for record in kernels}
-    assert len(dispatched) < len(re.findall(r"\bflow\.dispatch @", flow_phase(dumps / model)))  # IREE's own too
+    every = re.findall(r"\bflow\.dispatch @", flow_phase(dumps / model))
+    if model == "mlp":  # its GELUs are the matmuls' epilogues: nothing is left to IREE
+        assert len(dispatched) == len(every)
+    else:
+        assert len(dispatched) < len(every)  # IREE's own too
     details = compiled.manifest.target_details
     assert details["gpu_arch"] == "sm_90a" and details["matmul_precision"] == "highest"
     assert not any(flag.startswith("--iree-cuda-target") for flag in compiled.manifest.iree_flags)
@@ -356,10 +360,13 @@ def _cuda_compile(tmp_path: Path, **options: object) -> tuple[Compiled, list[str
 def _falls_back(tmp_path: Path, compiled: Compiled, notes: list[str], reason: str) -> None:
     assert [record["code"] for record in compiled.manifest.kernels] == ["iree"] * 3
     assert all(record["why"] == reason for record in compiled.manifest.kernels)
-    assert notes == [
-        "note: IREE's own code computes 3 contraction(s) kiln has kernels for (mm8x4096x1024-f32-tf32x3-nk-bias, "
-        f"mm8x4096x4096-f32-tf32x3-nk-bias, mm8x1024x4096-f32-tf32x3-nk-bias): {reason}"
-    ]
+    (note,) = notes
+    epilogue = r"-ep[0-9a-f]{8}"  # the GELU after each of the first two Linear layers
+    assert re.fullmatch(
+        rf"note: IREE's own code computes 3 contraction\(s\) kiln has kernels for \(mm8x4096x1024-f32-tf32x3-nk-bias{epilogue}, "
+        rf"mm8x4096x4096-f32-tf32x3-nk-bias{epilogue}, mm8x1024x4096-f32-tf32x3-nk-bias\): {re.escape(reason)}",
+        note,
+    ), note
     assert not KILN_DISPATCH.search(flow_phase(tmp_path))
     assert "matmul" in flow_phase(tmp_path)  # the outlined functions' torch bodies: IREE's own matmuls
 
