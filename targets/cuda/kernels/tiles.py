@@ -153,11 +153,12 @@ def depthwise_candidates(conv: Conv2d | MaxPool2d) -> list[Tiles]:
     and ConvNeXt-T's at batch 1 (results/depthwise-ptx-heldout-h200.json): faster on all eight, by 7-17%
     at batch 32 and 1-2 us of 15-20 at batch 1, and the fastest of 12 tiles on five."""
     block_n = min((128, 64, 32, 16), key=lambda block: (math.ceil(conv.c / block) * block, -block))
-    if conv.r * conv.s > UNROLLED_TAPS:
+    large_filter = conv.r * conv.s > UNROLLED_TAPS
+    if large_filter:
         block_n = min(block_n, LARGE_FILTER_CHANNELS)
     pixels = conv.n * conv.p * conv.q
     default, smaller, larger = (Tiles(max(1, area // block_n), block_n, 1, 4, 1) for area in (2048, 1024, 4096))
-    if conv.r * conv.s > UNROLLED_TAPS:
+    if large_filter:
         return [larger, default, smaller]
     if math.ceil(pixels / default.block_m) * math.ceil(conv.c / block_n) < 4 * SMS:
         default, smaller = smaller, default

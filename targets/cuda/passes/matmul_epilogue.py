@@ -29,7 +29,7 @@ from torch_mlir import ir
 from kiln.passes.torch_build import dtype_of, static_type
 from kiln.passes.torch_ir import defining_op, vtensor
 
-from .row_steps import REDUCTIONS, step_of
+from .row_steps import BINARY, REDUCTIONS, STEP_OPS, step_of
 
 
 @dataclass
@@ -115,7 +115,7 @@ def _gates_a_product(sink: ir.Operation) -> bool:
     """Whether the one reader of `sink`'s result is an elementwise op that also reads another matmul's
     product (torch's mm, or an outlined kiln_mm call; through a view)."""
     uses = list(sink.results[0].uses)
-    if len(uses) != 1 or _owner(uses[0]).name not in ("torch.aten.mul.Tensor", "torch.aten.add.Tensor", "torch.aten.sub.Tensor", "torch.aten.div.Tensor"):
+    if len(uses) != 1 or STEP_OPS.get(_owner(uses[0]).name) not in BINARY:
         return False
     for operand in _owner(uses[0]).operands:
         op = defining_op(operand)

@@ -68,7 +68,7 @@ from kiln.passes.torch_ir import defining_op, is_none, number, producer, splat, 
 
 from ..kernels.contract import ATTRIBUTE, KERNEL_DTYPES, attention_outlined, gated_outlined
 from . import matmul_epilogue
-from .row_steps import cloned_constant
+from .row_steps import replay
 from .strided_views import LAYOUT_OPS, StridedView, integer_arguments, strided_view
 
 F32_PRECISION = {"highest": "tf32x3", "high": "tf32", "medium": "tf32"}  # PyTorch's name -> the kernels'
@@ -359,8 +359,7 @@ def _match_mm(op: ir.Operation, precision: str, second: ir.Operation | None = No
         rhs = build.upcast(weight) if upcast else weight
         return build.op("torch.aten.mm", [lhs, build.permute(rhs, [1, 0]) if layout == "nk" else rhs], mm_type)
 
-    def with_bias(build: Builder, args: list[ir.Value]) -> ir.Value:
-        lhs = build.upcast(args[0]) if upcast else args[0]
+    def with_bias(build: Builder, lhs: ir.Value, args: list[ir.Value]) -> ir.Value:
         product = matmul(build, lhs, args[1])
         if bias is None:
             return product
@@ -373,17 +372,14 @@ def _match_mm(op: ir.Operation, precision: str, second: ir.Operation | None = No
         return build.op("torch.aten.to.dtype", operands, cast.results[0].type)
 
     def body(build: Builder, args: list[ir.Value]) -> ir.Value:
-        value = with_bias(build, args)
+        lhs = build.upcast(args[0]) if upcast else args[0]
+        value = with_bias(build, lhs, args)
         if elementwise is None:
             return value
         mapping = {product: value}
         if second is not None:
-            mapping[second.results[0]] = matmul(build, build.upcast(args[0]) if upcast else args[0], args[-1])
-        for taken in elementwise.ops:
-            operands = [mapping[x] if x in mapping else cloned_constant(x) for x in taken.operands]
-            attributes = {named.name: named.attr for named in taken.attributes}
-            mapping[taken.results[0]] = build.op(taken.name, operands, taken.results[0].type, attributes)
-        return mapping[elementwise.ops[-1].results[0]]
+            mapping[second.results[0]] = matmul(build, lhs, args[-1])
+        return replay(elementwise.ops, mapping)[elementwise.ops[-1].results[0]]
 
     return description, [a, b, *([bias] if bias is not None else []), *([b2] if b2 is not None else [])], body, epilogue
 

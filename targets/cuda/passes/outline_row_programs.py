@@ -43,7 +43,7 @@ from .outline_contractions import (
 )
 from .row_steps import (
     REDUCTIONS,
-    cloned_constant,
+    replay,
     role,
     step_of,
     tensor_operands,
@@ -99,12 +99,7 @@ class _Region:
     def replay(self, build: Builder, args: list[ir.Value]) -> ir.Value | list[ir.Value]:
         """The region's ops again, reading `args` for its inputs (IREE's code, where no kernel is used):
         the last op's result, then the exposed ops' results."""
-        mapping = dict(zip(self.inputs, args, strict=True))
-        for op in self.ops:
-            operands = [mapping[value] if value in mapping else cloned_constant(value) for value in op.operands]
-            attributes = {named.name: named.attr for named in op.attributes}
-            results = [result.type for result in op.results]  # max.dim's unused indices too
-            mapping[op.results[0]] = ir.Operation.create(op.name, results=results, operands=operands, attributes=attributes).results[0]
+        mapping = replay(self.ops, dict(zip(self.inputs, args, strict=True)))
         last = mapping[self.ops[-1].results[0]]
         return [last, *(mapping[op.results[0]] for op in self.exposed)] if self.exposed else last
 

@@ -96,6 +96,17 @@ def tensor_operands(op: ir.Operation) -> list[ir.Value]:
     return [value for value in op.operands if tensor_type(value.type) is not None]
 
 
+def replay(ops: list[ir.Operation], mapping: dict[ir.Value, ir.Value]) -> dict[ir.Value, ir.Value]:
+    """`ops` again at the insertion point, each reading `mapping`'s value where it read a key and a copy
+    of the constant it read elsewhere; `mapping` extended by each op's first result, and returned."""
+    for op in ops:
+        operands = [mapping[value] if value in mapping else cloned_constant(value) for value in op.operands]
+        attributes = {named.name: named.attr for named in op.attributes}
+        results = [result.type for result in op.results]  # max.dim's unused indices too
+        mapping[op.results[0]] = ir.Operation.create(op.name, results=results, operands=operands, attributes=attributes).results[0]
+    return mapping
+
+
 def cloned_constant(value: ir.Value) -> ir.Value:
     """A copy, at the insertion point, of the constant (or list of constants) `value` is."""
     op = defining_op(value)
