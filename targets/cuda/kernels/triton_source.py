@@ -351,6 +351,27 @@ def _attend(
 
 
 @triton.jit
+def _visible_end(mask_base, end, M_SK: tl.constexpr, MASK: tl.constexpr, BLOCK_N: tl.constexpr):
+    """One past the last of the columns [0, end) that one mask row keeps, or `end` where it keeps none,
+    so that the key blocks after it are not read at all: a decode step's cache beyond its position
+    (kiln's --generate masks it), a padded batch's tail. An additive mask hides a column with a value at
+    or below float16's lowest (-65504; -inf, or any dtype's finfo.min as transformers writes it): its
+    exponential is exactly 0 in f32 beside any kept column, so skipping it changes nothing. Reading
+    the row costs one element a key, against the 2 x head-dimension elements of K and V a key."""
+    last = tl.max(tl.full((BLOCK_N,), -1, dtype=tl.int32), 0)
+    for first in range(0, end, BLOCK_N):
+        cols = first + tl.arange(0, BLOCK_N)
+        inside = cols < end
+        given = tl.load(mask_base + tl.where(inside, cols, 0) * M_SK)
+        if MASK == 1:
+            kept = given != 0
+        else:
+            kept = given.to(tl.float32) > -65504.0
+        last = tl.maximum(last, tl.max(tl.where(kept & inside, cols, -1), 0))
+    return tl.where(last >= 0, last + 1, end)
+
+
+@triton.jit
 def kiln_attention(
     q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr,
     HEADS: tl.constexpr, SEQ_Q: tl.constexpr, SEQ_K: tl.constexpr, HEAD_DIM: tl.constexpr, HEAD_BLOCK: tl.constexpr,
@@ -368,8 +389,9 @@ def kiln_attention(
     memory. QK_SCALE is the softmax scale times log2(e). Causal (top-left aligned, as PyTorch's
     is_causal): blocks wholly left of the diagonal run unmasked, those across it masked, those right of
     it not at all. A mask tensor (MASK 1: bytes, nonzero keeps; 2: additive) is read through its
-    strides, 0 along the dimensions it broadcasts; with one every block is masked. A row no score is
-    kept in comes out 0 (PyTorch's safe softmax), not NaN. Every dimension's stride is a constant; the
+    strides, 0 along the dimensions it broadcasts; with one every block is masked, and where the
+    tile's rows share one mask row no key block after the last column it keeps is read
+    (_visible_end). A row no score is kept in comes out 0 (PyTorch's safe softmax), not NaN. Every dimension's stride is a constant; the
     head dimension's is 1. Q, K and V start *_OFF elements into their buffers (one packed QKV tensor
     given three times). Grouped heads (GQA, MQA): KV_GROUP query heads share a key/value head, read
     where it is rather than repeated."""
@@ -398,6 +420,8 @@ def kiln_attention(
     else:
         unmasked_end = whole
         end = SEQ_K
+    if MASK != 0 and M_SQ == 0:  # every row of the tile reads one mask row
+        end = _visible_end(mask_base, end, M_SK, MASK, BLOCK_N)
     acc, m_i, l_i = _attend(
         q, acc, m_i, l_i, k_base, v_base, mask_base, rows, safe_rows, 0, unmasked_end,
         K_SS, V_SS, SEQ_K, HEAD_DIM, HEAD_BLOCK, M_SQ, M_SK, MASK, BLOCK_N, QK_SCALE, CAUSAL, False, PRECISION,
@@ -428,7 +452,9 @@ def kiln_attention_row(
     `kiln_attention`'s arguments and meaning: a decode step's (one query over the cached keys), where
     the flash kernel's smallest tile computed 16 rows or more for one (tl.dot's least) and streamed
     the keys 64 a step. Scores and the output are f32 FMAs over BLOCK_N keys a step (the exact
-    product: at least the precision PRECISION asks for); the softmax is the same online, base-2 one."""
+    product: at least the precision PRECISION asks for); the softmax is the same online, base-2 one.
+    With a mask, the keys after the last one it keeps are not read (_visible_end): a decode step
+    reads the cache up to its own position, not to max_seq_len."""
     row = tl.program_id(0)
     batch = tl.program_id(1) // HEADS
     head = tl.program_id(1) % HEADS
@@ -443,6 +469,8 @@ def kiln_attention_row(
     end = SEQ_K
     if CAUSAL:
         end = tl.minimum(row + 1, SEQ_K)
+    if MASK != 0:
+        end = _visible_end(mask_base, end, M_SK, MASK, BLOCK_N)
     acc = tl.zeros((HEAD_BLOCK,), dtype=tl.float32)
     m_i = tl.max(tl.full((BLOCK_N,), float("-inf"), dtype=tl.float32), 0)
     l_i = tl.sum(tl.zeros((BLOCK_N,), dtype=tl.float32), 0)

@@ -3,7 +3,11 @@ imported: a script of its own, which test_cuda_kernels.py runs) against PyTorch'
 masks decoders bring: causal and sliding-window byte masks, padding (a row that keeps nothing), an
 additive -inf mask, a mask with causal as well, and the same shapes without a mask; grouped heads
 (GQA: two query heads a key/value head, read unrepeated); a head dimension that is not a power of two
-(48, padded to 64), in the flash kernel and the one-row kernel. Exits non-zero on a mismatch."""
+(48, padded to 64), in the flash kernel and the one-row kernel. And masks whose trailing keys are
+all hidden, which both kernels stop reading (_visible_end): a decode step's one query over a cache
+filled up to its position (additive, transformers' finfo.min, and bytes), a window within it, a
+padded batch whose rows share one mask row (flash kernel), and a row that keeps nothing at all.
+Exits non-zero on a mismatch."""
 
 import os
 
@@ -75,7 +79,34 @@ def main() -> None:
         error = (run(None, False, q48, k48, v48) - F.scaled_dot_product_attention(q48, k48, v48)).abs().max().item()
         print(f"head dimension 48, {rows} query rows: max abs error {error:.1e}")
         failures += ["head dimension 48"] if error > 1e-4 else []
+    failures += _hidden_tails(q, k, v)
     raise SystemExit(1 if failures else 0)
+
+
+def _hidden_tails(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> list[str]:
+    """Masks hiding every key after some position, as a decode step's and a padded batch's do."""
+    keys = torch.arange(SEQ)
+    position = torch.tensor([5, 21])[:, None, None, None]  # batch 0 sees keys 0..5 (one block), batch 1 0..21
+    seen = keys <= position  # [batch, 1, 1, seq]
+    lowest = torch.finfo(torch.float32).min
+    one = q[:, :, :1].contiguous()
+    cases = {
+        "decode, additive finfo.min": (one, torch.zeros(seen.shape).masked_fill(~seen, lowest)),
+        "decode, bytes": (one, seen),
+        "decode, window in the cache": (one, seen & (keys > position - 4)),
+        "decode, nothing kept": (one, seen & False),
+        "padded rows sharing a mask row": (q, torch.zeros(seen.shape).masked_fill(~seen, float("-inf"))),
+    }
+    failures = []
+    for name, (query, mask) in cases.items():
+        scores = (
+            torch.zeros(mask.shape).masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else mask
+        )
+        want = torch.nan_to_num(F.scaled_dot_product_attention(query, k, v, attn_mask=scores), nan=0.0)
+        error = (run(mask, False, query, k, v) - want).abs().max().item()
+        print(f"{name}: max abs error {error:.1e}")
+        failures += [name] if error > 1e-4 else []
+    return failures
 
 
 if __name__ == "__main__":

@@ -207,12 +207,13 @@ def test_grouped_conv_kernel_matches_torch_in_tritons_interpreter():
 
 def test_attention_kernel_masks_match_torch_in_tritons_interpreter():
     """The flash attention kernel's masked paths without a GPU: causal, sliding-window, padding and
-    additive masks, a mask with the causal flag, grouped heads, and a head dimension padded to a power of
-    two (flash and one-row kernels), against PyTorch's attention (attention_interpreted.py)."""
+    additive masks, a mask with the causal flag, grouped heads, a head dimension padded to a power of
+    two (flash and one-row kernels), and masks hiding every key after a position, which the kernels
+    stop reading (decode steps, padded rows), against PyTorch's attention (attention_interpreted.py)."""
     script = Path(__file__).with_name("attention_interpreted.py")
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr[-2000:]
-    assert result.stdout.count("max abs error") == 9
+    assert result.stdout.count("max abs error") == 14
 
 
 def test_the_cache_compiles_each_kernel_once(tmp_path, monkeypatch):
