@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from torch_mlir import ir
 
@@ -64,6 +65,12 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     """The op whose result `value` is; None for a block argument."""
     owner = value.owner
     return owner.operation if isinstance(owner, (ir.Operation, ir.OpView)) else None
+
+
+def user_op(use: Any) -> ir.Operation:
+    """The op that reads a value through `use` (one of its `uses`), as an Operation."""
+    owner = use.owner
+    return owner.operation if isinstance(owner, ir.OpView) else owner
 
 
 def is_none(value: ir.Value) -> bool:

@@ -27,7 +27,7 @@ from typing import Any
 from torch_mlir import ir
 
 from kiln.passes.torch_build import dtype_of, static_type
-from kiln.passes.torch_ir import defining_op, vtensor
+from kiln.passes.torch_ir import defining_op, user_op, vtensor
 
 from .row_steps import BINARY, REDUCTIONS, STEP_OPS, step_of
 
@@ -101,9 +101,9 @@ def _region(entries: list[ir.Value], shape: tuple[int, ...]) -> list[ir.Operatio
             last_use = max(last_use, _last_user(op.results[0], position))
     while region:
         inside = set(region)
-        exits = [op for op in region if any(_owner(use) not in inside for use in op.results[0].uses)]
+        exits = [op for op in region if any(user_op(use) not in inside for use in op.results[0].uses)]
         entries_inside = all(
-            list(value.uses) and all(_owner(use) in inside for use in value.uses) for value in entries
+            list(value.uses) and all(user_op(use) in inside for use in value.uses) for value in entries
         )
         if exits == [region[-1]] and entries_inside:
             return region
@@ -115,9 +115,9 @@ def _gates_a_product(sink: ir.Operation) -> bool:
     """Whether the one reader of `sink`'s result is an elementwise op that also reads another matmul's
     product (torch's mm, or an outlined kiln_mm call; through a view)."""
     uses = list(sink.results[0].uses)
-    if len(uses) != 1 or STEP_OPS.get(_owner(uses[0]).name) not in BINARY:
+    if len(uses) != 1 or STEP_OPS.get(user_op(uses[0]).name) not in BINARY:
         return False
-    for operand in _owner(uses[0]).operands:
+    for operand in user_op(uses[0]).operands:
         op = defining_op(operand)
         if op is not None and op.name == "torch.aten.view":
             op = defining_op(op.operands[0])
@@ -155,9 +155,4 @@ def _int(value: int) -> ir.Value:
 
 
 def _last_user(value: ir.Value, position: dict[ir.Operation, int]) -> int:
-    return max((position.get(_owner(use), -1) for use in value.uses), default=-1)
-
-
-def _owner(use: Any) -> ir.Operation:
-    owner = use.owner
-    return owner.operation if isinstance(owner, ir.OpView) else owner
+    return max((position.get(user_op(use), -1) for use in value.uses), default=-1)

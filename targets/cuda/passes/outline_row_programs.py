@@ -32,7 +32,7 @@ from torch_mlir import ir
 
 from kiln.passes.pass_api import Pass, PassRun
 from kiln.passes.torch_build import dtype_of, shape_of, static_type
-from kiln.passes.torch_ir import defining_op
+from kiln.passes.torch_ir import defining_op, user_op
 
 from .outline_contractions import (
     Builder,
@@ -124,7 +124,7 @@ def _region(sink: ir.Operation, position: dict[ir.Operation, int]) -> _Region | 
                 step = step_of(candidate, shape)
                 if step is None:
                     continue
-                outside = [_operation(use.owner) for use in candidate.results[0].uses if use.owner not in members]
+                outside = [user_op(use) for use in candidate.results[0].uses if use.owner not in members]
                 if outside and (exposed or not _exposable(candidate, step, outside, sink, shape, position)):
                     continue
                 members[candidate] = step
@@ -165,10 +165,6 @@ def _exposable(
     return step[0] == "add" and role(op.results[0], shape) == "full" and all(
         position.get(user, -1) > position[sink] for user in outside
     )
-
-
-def _operation(owner: Any) -> ir.Operation:
-    return owner.operation if isinstance(owner, ir.OpView) else owner
 
 
 PASS = Pass(
