@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .contract import HEAD_DIMS, gated_outlined
+from .contract import HEAD_DIMS, MAX_STACKED, gated_outlined
 from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram, results
 from .tiles import SMALL_M, Tiles
 
@@ -82,8 +82,10 @@ def check(contraction: Contraction) -> None:
             raise Unsupported("an empty operand")
     if isinstance(contraction, RowProgram) and contraction.width > MAX_ROW_WIDTH:
         raise Unsupported(f"rows of {contraction.width}: the row kernel holds at most {MAX_ROW_WIDTH} columns in registers")
-    if isinstance(contraction, Matmul) and contraction.gated and not gated_outlined(contraction.m):
-        raise Unsupported(f"two weights with {contraction.m} rows: only the GEMV kernel takes a second weight")
+    if isinstance(contraction, Matmul) and (contraction.gated or contraction.stacked) and not gated_outlined(contraction.m):
+        raise Unsupported(f"several weights with {contraction.m} rows: only the GEMV kernel takes more than one")
+    if isinstance(contraction, Matmul) and len(contraction.stacked) > MAX_STACKED:
+        raise Unsupported(f"{len(contraction.stacked)} stacked weights: the GEMV kernel takes {MAX_STACKED}")
     if isinstance(contraction, Attention) and contraction.head_dim not in HEAD_DIMS:
         raise Unsupported(f"head dimension {contraction.head_dim}: the attention kernel takes {', '.join(map(str, HEAD_DIMS))}")
 
@@ -124,9 +126,17 @@ def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
 def _compile_product(mm: Matmul, tiles: Tiles, epilogue: Any) -> Kernel:
     b_sk, b_sn = (1, mm.k) if mm.b_layout == "nk" else (mm.n, 1)
     pointers = ("a_ptr", "b_ptr", *(("bias_ptr",) if mm.bias else ()), *(("b2_ptr",) if mm.gated else ()), "c_ptr")
+    if mm.stacked:  # each weight, then its bias
+        weights = (("b_ptr", "bias_ptr"), ("b2_ptr", "bias2_ptr"), ("b3_ptr", "bias3_ptr"))[: len(mm.stacked)]
+        pointers = ("a_ptr", *(name for pair in weights for name in (pair if mm.bias else pair[:1])), "c_ptr")
     if mm.m < SMALL_M:
-        constants = dict(M=mm.m, N=mm.n, K=mm.k, B_SK=b_sk, B_SN=b_sn, BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, EPILOGUE=epilogue)
-        return _compile(_fixed("kiln_gemv"), pointers, constants, mm, tiles, (math.ceil(mm.n / tiles.block_n), 1, 1), "kiln_gemv")
+        n1, n2 = (*mm.stacked, 0)[:2] if mm.stacked else (0, 0)
+        constants = dict(
+            M=mm.m, N=mm.n, K=mm.k, B_SK=b_sk, B_SN=b_sn, N1=n1, N2=n2,
+            BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, EPILOGUE=epilogue,
+        )  # fmt: skip
+        programs = sum(math.ceil(n / tiles.block_n) for n in mm.stacked or (mm.n,))
+        return _compile(_fixed("kiln_gemv"), pointers, constants, mm, tiles, (programs, 1, 1), "kiln_gemv")
     constants = dict(
         M=mm.m, N=mm.n, K=mm.k,
         A_SB=mm.m * mm.k, A_SM=mm.k, A_SK=1,
@@ -305,9 +315,10 @@ def _compile(
     dtypes = (*contraction.operand_dtypes(), *(dtype for _, dtype in results(contraction)))
     signature = {name: f"*{_TRITON_TYPES[dtype]}" for name, dtype in zip(pointers, dtypes, strict=True)}
     constexprs = dict(constants)
-    for optional in ("bias_ptr", "b2_ptr", "mask_ptr", "scale_ptr", "shift_ptr", "w_ptr"):  # an operand the kernel is not given compiles away
-        if optional in fn.arg_names and optional not in pointers:
-            constexprs[optional] = None
+    optional = ("bias_ptr", "b2_ptr", "bias2_ptr", "b3_ptr", "bias3_ptr", "mask_ptr", "scale_ptr", "shift_ptr", "w_ptr")
+    for name in optional:  # an operand the kernel is not given compiles away
+        if name in fn.arg_names and name not in pointers:
+            constexprs[name] = None
     signature.update(dict.fromkeys(constexprs, "constexpr"))
     signature = {name: signature[name] for name in fn.arg_names}  # in parameter order
     # IREE binds every buffer at an offset aligned to 64 bytes: the pointers are 16-byte divisible.

@@ -19,6 +19,10 @@ HEAD_DIMS = tuple(range(16, 129, 16))
 # for its epilogue was no faster than the gate and the pass apart (results/ptx-matmuls-other-h200.json:
 # its epilogue's loads are not overlapped with the tensor cores' work). Both are left out.
 GATED_ROWS_BELOW = 8
+# Matmuls of one input by weights whose products are read apart (a decode step's Q, K and V projections)
+# are one GEMV dispatch too, with fewer rows than GATED_ROWS_BELOW: the weights stacked along N, up to
+# this many a dispatch (Matmul.stacked).
+MAX_STACKED = 3
 
 
 def gated_outlined(rows: int) -> bool:

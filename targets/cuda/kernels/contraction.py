@@ -47,8 +47,14 @@ class Matmul:
     epilogue: tuple[tuple[Any, ...], ...] = ()
     gated: bool = False
     product_dtype: str = ""  # where there is an epilogue: the dtype of the matmul's result in the graph
+    # Several weights W_i[n_i, K] of one A, stacked along N (the GEMV only: a decode step's Q, K and V
+    # projections, up to contract.MAX_STACKED): n is their sum, C their products side by side, each
+    # weight followed by its bias where `bias`.
+    stacked: tuple[int, ...] = ()
 
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
+        if self.stacked:
+            return ((self.m, self.k), *(shape for n in self.stacked for shape in ((n, self.k), *([(n,)] if self.bias else []))))
         b = (self.n, self.k) if self.b_layout == "nk" else (self.k, self.n)
         return ((self.m, self.k), b, *([(self.n,)] if self.bias else []), *([b] if self.gated else []))
 
@@ -73,16 +79,18 @@ class Matmul:
         out = f"-out{self.out_dtype}" if self.out_dtype != self.dtype else ""
         bias = "-bias" if self.bias else ""
         gated = "-gated" if self.gated else ""
+        stacked = f"-stack{'+'.join(map(str, self.stacked))}" if self.stacked else ""
         epilogue = f"-ep{_digest([self.epilogue, self.product_dtype])}" if self.epilogue else ""
-        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-{self.b_layout}{bias}{gated}{epilogue}{out}"
+        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-{self.b_layout}{bias}{gated}{stacked}{epilogue}{out}"
 
     @property
     def shape_key(self) -> str:
         """The label of the same contraction with a W[N, K] operand and its own output dtype: the key of
         its measured tiles (the output dtype and an epilogue change only the final store; a second
-        weight doubles what a tile holds)."""
+        weight doubles what a tile holds; stacked weights are their own shape)."""
         precision = f"-{self.precision}" if self.dtype == "f32" else ""
-        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-nk" + ("-gated" if self.gated else "")
+        several = "-gated" if self.gated else "-stacked" if self.stacked else ""
+        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-nk{several}"
 
 
 class _Window:
@@ -441,6 +449,7 @@ def from_description(description: Mapping[str, Any]) -> Contraction:
     kind = fields.pop("kind")
     if kind == "mm":
         fields["epilogue"] = tuple(tuple(step) for step in fields.get("epilogue", ()))
+        fields["stacked"] = tuple(fields.get("stacked", ()))
         return Matmul(**fields)
     if kind == "conv2d":
         for name in ("stride", "padding", "dilation", "epilogue", "clamp"):

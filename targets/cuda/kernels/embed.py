@@ -16,6 +16,7 @@ and fuses the others into the neighbouring dispatches. Text in IREE's custom syn
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from .build import Kernel
@@ -28,7 +29,7 @@ EXECUTABLE_TARGET = '#hal.executable.target<"cuda", "cuda-nvptx-fb">'
 @dataclass(frozen=True)
 class Signature:
     """The outlined function's operand and result types, as printed (`!torch.vtensor<[8,64],f32>`):
-    one result, or a row program's several."""
+    one result, or a row program's or stacked weights' several."""
 
     operands: tuple[str, ...]
     results: tuple[str, ...]
@@ -94,18 +95,24 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
         body.line(f"torch_c.from_builtin_tensor {dispatched}{f'#{index}' if len(written) > 1 else ''} : {type_} -> {_vtensor(shape, dtype)}")
         for index, (type_, (shape, dtype)) in enumerate(zip(result_types, written, strict=True))
     ]
-    result, (result_shape, out_dtype) = returned[0], written[0]
+    (result, *others), (result_shape, out_dtype) = returned, written[0]
     result_type = _vtensor(result_shape, out_dtype)
     if isinstance(described, Conv2d) and described.bias and not described.fused:  # added after the kernel
         result = body.add_bias(result, result_type, args[2], signature.operands[2], contraction)
     if isinstance(contraction, (Conv2d, MaxPool2d)) and contraction.result_layout == "nhwc":
         result = body.permute(result, result_type, [0, 3, 1, 2])
+    if isinstance(contraction, Matmul) and contraction.stacked:  # each weight's product, a view of C
+        edges = [sum(contraction.stacked[:index]) for index in range(len(contraction.stacked) + 1)]
+        result, *others = (
+            body.slice_columns(result, result_type, start, end, signature.results[index])
+            for index, (start, end) in enumerate(itertools.pairwise(edges))
+        )
     header = ", ".join(f"{arg}: {type_}" for arg, type_ in zip(args, signature.operands, strict=True))
     listed = ", ".join(signature.results)
     return (
         f"  func.func private @{name}({header}) -> {listed if len(signature.results) == 1 else '(' + listed + ')'} {{\n"
         + "".join(f"    {line}\n" for line in body.lines)
-        + f"    return {', '.join([result, *returned[1:]])} : {listed}\n  }}\n"
+        + f"    return {', '.join([result, *others])} : {listed}\n  }}\n"
     )
 
 
@@ -136,6 +143,11 @@ class _Body:
         permuted = _vtensor(tuple(shape[axis] for axis in order), dtype)
         listed = self.int_list(order)
         return self.line(f"torch.aten.permute {value}, {listed} : {type_}, !torch.list<int> -> {permuted}")
+
+    def slice_columns(self, value: str, type_: str, start: int, end: int, result_type: str) -> str:
+        """Columns [start, end) of a 2-D `value`."""
+        operands = f"{value}, {self.int_(1)}, {self.int_(start)}, {self.int_(end)}, {self.int_(1)}"
+        return self.line(f"torch.aten.slice.Tensor {operands} : {type_}, !torch.int, !torch.int, !torch.int, !torch.int -> {result_type}")
 
     def to_builtin(self, value: str, type_: str, builtin: str) -> str:
         return self.line(f"torch_c.to_builtin_tensor {value} : {type_} -> {builtin}")

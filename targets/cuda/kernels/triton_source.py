@@ -87,9 +87,9 @@ def kiln_matmul(
 
 @triton.jit
 def kiln_gemv(
-    a_ptr, b_ptr, bias_ptr, b2_ptr, c_ptr,
+    a_ptr, b_ptr, bias_ptr, b2_ptr, bias2_ptr, b3_ptr, bias3_ptr, c_ptr,
     M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
-    B_SK: tl.constexpr, B_SN: tl.constexpr,
+    B_SK: tl.constexpr, B_SN: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EPILOGUE: tl.constexpr,
 ):  # fmt: skip
     """C[M, N] = A[M, K] @ W[N, K]^T for a few rows (M <= BLOCK_M <= 8): BLOCK_N outputs of every row.
@@ -98,15 +98,39 @@ def kiln_gemv(
     mostly padding), f32 products accumulated elementwise across the K loop and reduced once at the
     end, so a step is loads and FMAs only. With a second weight (b2_ptr, read as W is: SwiGLU's gate
     and up in a decode step) each step reads both, the row of A once; EPILOGUE (a generated function,
-    row_source.py) computes the result from the f32 products."""
-    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    row_source.py) computes the result from the f32 products.
+
+    Stacked weights (N1 > 0: a decode step's Q, K and V projections of one input): W is b_ptr's N1
+    rows, b2_ptr's N2 and b3_ptr's rest (with their biases), and C their N columns side by side. Each
+    program computes BLOCK_N columns of one weight (the programs of each weight in turn), so that
+    three small products are one dispatch."""
+    block = tl.program_id(0)
+    w_ptr, w_bias, width, first = b_ptr, bias_ptr, N, 0
+    if N1 > 0:
+        tiles1 = (N1 + BLOCK_N - 1) // BLOCK_N
+        later = block >= tiles1
+        w_ptr = tl.where(later, b2_ptr, b_ptr)
+        if bias_ptr is not None:
+            w_bias = tl.where(later, bias2_ptr, bias_ptr)
+        block -= tl.where(later, tiles1, 0)
+        width = tl.where(later, N2, N1)
+        first = tl.where(later, N1, 0)
+        if b3_ptr is not None:
+            later = later & (block >= (N2 + BLOCK_N - 1) // BLOCK_N)  # past the second weight's programs too
+            w_ptr = tl.where(later, b3_ptr, w_ptr)
+            if bias_ptr is not None:
+                w_bias = tl.where(later, bias3_ptr, w_bias)
+            block -= tl.where(later, (N2 + BLOCK_N - 1) // BLOCK_N, 0)
+            width = tl.where(later, N - N1 - N2, width)
+            first = tl.where(later, N1 + N2, first)
+    cols = block * BLOCK_N + tl.arange(0, BLOCK_N)
     rows = tl.arange(0, BLOCK_M)
     ks = tl.arange(0, BLOCK_K)
-    safe_cols = tl.where(cols < N, cols, 0)
+    safe_cols = tl.where(cols < width, cols, 0)
     safe_rows = tl.where(rows < M, rows, 0)
-    w_tile = b_ptr + safe_cols[:, None] * B_SN + ks[None, :] * B_SK
+    w_tile = w_ptr + safe_cols[:, None] * B_SN + ks[None, :] * B_SK
     a_tile = a_ptr + safe_rows[:, None] * K + ks[None, :]
-    w2_tile = b2_ptr + safe_cols[:, None] * B_SN + ks[None, :] * B_SK if b2_ptr is not None else w_tile
+    w2_tile = b2_ptr + safe_cols[:, None] * B_SN + ks[None, :] * B_SK if b2_ptr is not None and N1 == 0 else w_tile
     acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
     acc2 = acc
     for step in range(tl.cdiv(K, BLOCK_K)):
@@ -118,7 +142,7 @@ def kiln_gemv(
             w = tl.load(w_tile, mask=ks[None, :] < left, other=0.0)
             a = tl.load(a_tile, mask=ks[None, :] < left, other=0.0)
         acc += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
-        if b2_ptr is not None:
+        if b2_ptr is not None and N1 == 0:
             if K % BLOCK_K == 0:
                 w2 = tl.load(w2_tile)
             else:
@@ -129,11 +153,11 @@ def kiln_gemv(
         a_tile += BLOCK_K
     out = tl.sum(acc, axis=2)
     if bias_ptr is not None:
-        out += tl.load(bias_ptr + safe_cols).to(tl.float32)[None, :]
+        out += tl.load(w_bias + safe_cols).to(tl.float32)[None, :]
     if EPILOGUE is not None:
         out = EPILOGUE(out, tl.sum(acc2, axis=2))
-    c_tile = c_ptr + rows[:, None] * N + cols[None, :]
-    tl.store(c_tile, out.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < N))
+    c_tile = c_ptr + rows[:, None] * N + first + cols[None, :]
+    tl.store(c_tile, out.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < width))
 
 
 @triton.jit

@@ -64,9 +64,9 @@ from torch_mlir import ir
 
 from kiln.passes.pass_api import Pass, PassRun, ops_named
 from kiln.passes.torch_build import constant_ints, static_type
-from kiln.passes.torch_ir import defining_op, is_none, number, producer, splat, tensor_type, vtensor
+from kiln.passes.torch_ir import defining_op, is_none, number, producer, splat, tensor_type, user_op, vtensor
 
-from ..kernels.contract import ATTRIBUTE, KERNEL_DTYPES, attention_outlined, gated_outlined
+from ..kernels.contract import ATTRIBUTE, KERNEL_DTYPES, MAX_STACKED, attention_outlined, gated_outlined
 from . import matmul_epilogue
 from .row_steps import replay
 from .strided_views import LAYOUT_OPS, StridedView, integer_arguments, strided_view
@@ -78,6 +78,8 @@ BIAS, STRIDE, PADDING, DILATION, TRANSPOSED, GROUPS = 2, 3, 4, 5, 6, 8
 MASK, DROPOUT, CAUSAL, SCALE, GQA = 3, 4, 5, 6, 7
 ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 HEADS_FORWARD = [0, 2, 1, 3]  # [batch, seq, heads, dim] <-> [batch, heads, seq, dim]
+# Ops that only read a constant: movable anywhere in their block (_in_order)
+HOISTABLE = ("ml_program.global_load_const", "torch_c.from_builtin_tensor", "torch.vtensor.literal")
 
 
 def run(module: ir.Operation, pass_run: PassRun) -> None:
@@ -93,6 +95,8 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
         for first, second in _same_rows_pairs(ops_named(function, ("torch.aten.mm",))):
             if first.results[0].uses and second.results[0].uses:  # neither taken by an earlier pair
                 _outline_match(outliner, first, _match_mm(first, precisions[0], second))
+        for group in _same_rows_groups(ops_named(function, ("torch.aten.mm",))):
+            _outline_stacked(outliner, [op for op in group if op.results[0].uses], precisions[0])
         for op in ops_named(function, ("torch.aten.mm", "torch.aten.convolution", "torch.aten.max_pool2d", "torch.aten.scaled_dot_product_attention")):
             _outline(outliner, op, *precisions)
 
@@ -291,18 +295,108 @@ class Builder:
 Match = tuple[dict[str, Any], list[ir.Value], Any, list[ir.Operation]]
 
 
-def _same_rows_pairs(mms: list[ir.Operation]) -> list[tuple[ir.Operation, ir.Operation]]:
-    """Pairs of matmuls, in block order, of one A (the same value, or views of one value) by weights of
-    one type: SwiGLU's gate and up projections, candidates for one kernel (_match_mm's `second`)."""
-    groups: dict[tuple[Any, str, str], list[ir.Operation]] = {}
+def _same_rows_groups(mms: list[ir.Operation]) -> list[list[ir.Operation]]:
+    """The matmuls of one A (the same value, or views of one value) with the GEMV's few rows
+    (`contract.gated_outlined`), in block order, by A."""
+    groups: dict[tuple[Any, str], list[ir.Operation]] = {}
     for op in mms:
         a = op.operands[0]
         rows = static_type(a)
         if rows is None or not rows.shape or not gated_outlined(rows.shape[0]):
             continue
         view = producer(a, "torch.aten.view")
-        groups.setdefault((view.operands[0] if view is not None else a, str(a.type), str(op.operands[1].type)), []).append(op)
-    return [(group[i], group[j]) for group in groups.values() for i in range(len(group)) for j in range(i + 1, len(group))]
+        groups.setdefault((view.operands[0] if view is not None else a, str(a.type)), []).append(op)
+    return list(groups.values())
+
+
+def _same_rows_pairs(mms: list[ir.Operation]) -> list[tuple[ir.Operation, ir.Operation]]:
+    """Pairs of matmuls, in block order, of one A by weights of one type: SwiGLU's gate and up
+    projections, candidates for one kernel (_match_mm's `second`)."""
+    return [
+        (group[i], group[j])
+        for group in _same_rows_groups(mms)
+        for i in range(len(group))
+        for j in range(i + 1, len(group))
+        if str(group[i].operands[1].type) == str(group[j].operands[1].type)
+    ]
+
+
+def _outline_stacked(outliner: Outliner, mms: list[ir.Operation], precision: str) -> None:
+    """Matmuls of one A whose products are read apart (a decode step's Q, K and V projections) as one
+    function of their weights stacked along N (Matmul.stacked), MAX_STACKED at a time: one GEMV
+    dispatch where there were as many as weights. Each must be a plain product (its bias, no
+    epilogue) of a W[N, K] of one type and bias; the call goes where the first one's result is made,
+    which every operand must precede (_in_order) and every other result's reader follow."""
+    matches = [(op, _match_mm(op, precision)) for op in mms]
+    plain = [(op, match) for op, match in matches if match is not None and "epilogue" not in match[0] and match[0]["b_layout"] == "nk"]
+    kinds: dict[str, list[tuple[ir.Operation, Match]]] = {}
+    for op, match in plain:
+        description = {key: value for key, value in match[0].items() if key != "n"}
+        kinds.setdefault(json.dumps(description, sort_keys=True), []).append((op, match))
+    for members in kinds.values():
+        for start in range(0, len(members) - 1, MAX_STACKED):
+            chunk = members[start : start + MAX_STACKED]
+            if len(chunk) > 1:
+                _outline_chunk(outliner, chunk)
+
+
+def _outline_chunk(outliner: Outliner, chunk: list[tuple[ir.Operation, Match]]) -> None:
+    description, operands, _, _ = chunk[0][1]
+    finals = [match[3][-1] if match[3] else op for op, match in chunk]
+    stacked_operands = [operands[0], *(value for _, match in chunk for value in match[1][1:])]
+    if not _in_order(finals[0], stacked_operands, [final.results[0] for final in finals[1:]]) or compile_time_constants(stacked_operands):
+        return
+    widths = [match[0]["n"] for _, match in chunk]
+    stacked = {**description, "n": sum(widths), "stacked": widths}
+    per_member = len(operands) - 1  # a weight, and its bias where there is one
+
+    def body(build: Builder, args: list[ir.Value]) -> list[ir.Value]:
+        return [
+            match[2](build, [args[0], *args[1 + index * per_member : 1 + (index + 1) * per_member]])
+            for index, (_, match) in enumerate(chunk)
+        ]
+
+    outliner.call(finals[0], stacked, stacked_operands, body, also=tuple(final.results[0] for final in finals[1:]))
+    for op, match in chunk:
+        for index in reversed(range(len(match[3]))):
+            erase_with_unused_producers(match[3][index], spared=match[3][:index])
+        erase_with_unused_producers(op)
+
+
+def _in_order(at: ir.Operation, operands: list[ir.Value], later: list[ir.Value]) -> bool:
+    """Whether, in `at`'s block, every one of `operands` can be defined before `at` and every reader of
+    `later` comes after it. Operands made after `at` by loads of constants (a checkpoint's weights,
+    loaded where each is used) are moved before it."""
+    position = {op: index for index, op in enumerate(op.operation for op in at.block.operations)}
+    here = position[at]
+    moved: list[ir.Operation] = []
+    for value in operands:
+        chain = _made_after(value, position, here)
+        if chain is None:
+            return False
+        moved += [op for op in chain if op not in moved]
+    if not all(position.get(user_op(use), -1) > here for value in later for use in value.uses):
+        return False
+    for op in moved:
+        op.move_before(at)
+    return True
+
+
+def _made_after(value: ir.Value, position: dict[ir.Operation, int], here: int) -> list[ir.Operation] | None:
+    """The ops at or after `here` that make `value`, producers first, if all are constant loads
+    (HOISTABLE) of values made before `here`; None otherwise."""
+    op = defining_op(value)
+    if op is None or position.get(op.operation, -1) < here:
+        return []  # a block argument, or made before (in this block, or in an enclosing one)
+    if op.name not in HOISTABLE:
+        return None
+    chain: list[ir.Operation] = []
+    for operand in op.operands:
+        found = _made_after(operand, position, here)
+        if found is None:
+            return None
+        chain += found
+    return [*chain, op.operation]
 
 
 def _match_mm(op: ir.Operation, precision: str, second: ir.Operation | None = None) -> Match | None:

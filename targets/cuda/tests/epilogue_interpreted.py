@@ -34,8 +34,9 @@ def run(rows: int, gated: bool, folder: Path) -> float:
     epilogue = row_source.write_epilogue(mm, folder)
     out = torch.full((rows, N), float("nan"))
     if gemv:
-        operands = (x, w, None, w2, out) if gated else (x, w, bias, None, out)
-        kiln_gemv[(N // 16,)](*operands, M=rows, N=N, K=K, B_SK=1, B_SN=K, BLOCK_M=8, BLOCK_N=16, BLOCK_K=32, EPILOGUE=epilogue)
+        weights = dict(b_ptr=w, bias_ptr=None, b2_ptr=w2) if gated else dict(b_ptr=w, bias_ptr=bias, b2_ptr=None)
+        unstacked = dict(bias2_ptr=None, b3_ptr=None, bias3_ptr=None, N1=0, N2=0)
+        kiln_gemv[(N // 16,)](x, **weights, **unstacked, c_ptr=out, M=rows, N=N, K=K, B_SK=1, B_SN=K, BLOCK_M=8, BLOCK_N=16, BLOCK_K=32, EPILOGUE=epilogue)
     else:
         operands = (x, w, bias, out)
         strides = dict(A_SB=rows * K, A_SM=K, A_SK=1, B_SB=N * K, B_SK=1, B_SN=K, C_SB=rows * N, C_SM=N, C_SN=1)

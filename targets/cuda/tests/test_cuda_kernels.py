@@ -123,10 +123,11 @@ GELU_TANH = (
         (LAYER_NORM, Tiles(1, 1024, 1, 4, 1), "shfl.sync.bfly"),
         (Matmul(1, 8192, 2048, "bf16", "bf16", gated=True, epilogue=SWIGLU, product_dtype="bf16"), Tiles(1, 2, 2048, 4, 1), "ex2.approx"),
         (Matmul(512, 3072, 768, "bf16", "bf16", bias=True, epilogue=GELU_TANH, product_dtype="bf16"), Tiles(128, 256, 64, 8, 3), "wgmma.mma_async"),
+        (Matmul(1, 1152, 896, "bf16", "bf16", bias=True, stacked=(896, 128, 128)), Tiles(1, 8, 1024, 4, 1), "fma.rn.f32"),
     ],
     ids=[
         "bf16-matmul", "f32-skinny", "bf16-gemv", "bf16-conv", "bf16-attention", "f32-attention", "f32-depthwise", "bf16-grouped-conv",
-        "bf16-maxpool", "bf16-layer-norm", "bf16-swiglu-gemv", "bf16-gelu-epilogue",
+        "bf16-maxpool", "bf16-layer-norm", "bf16-swiglu-gemv", "bf16-gelu-epilogue", "bf16-qkv-gemv",
     ],
 )
 def test_triton_compiles_sm90a_ptx_with_iree_calling_convention(contraction, tiles, instruction):

@@ -3,7 +3,9 @@ matmul's kernel on its tile, so the product is not written and read back; in a d
 than 8 rows) SwiGLU's gate and up are one GEMV over both weights. With more rows SwiGLU is left to the
 row program that reads both products once. The outlined module (IREE's body of each function, run
 on the CPU without a GPU) matches eager; the kernels' arithmetic matches PyTorch in Triton's
-interpreter; where another op reads the product too, nothing is fused."""
+interpreter; where another op reads the product too, nothing is fused. Likewise a decode step's
+projections of one input whose products are read apart (attention's Q, K and V) are one GEMV over
+their weights stacked."""
 
 from __future__ import annotations
 
@@ -47,6 +49,19 @@ class GeluMLP(nn.Module):
         h = self.fc1(x)
         y = self.fc2(nn.functional.gelu(h, approximate=self.approximate))
         return (y, h) if self.also_product else y
+
+
+class Projections(nn.Module):
+    """Attention's Q, K and V projections of one input (Llama's: K and V narrower, grouped heads; with
+    `bias`, Qwen2's), each product read apart: reshaped into heads."""
+
+    def __init__(self, bias: bool = False) -> None:
+        super().__init__()
+        self.q, self.k, self.v = nn.Linear(64, 64, bias=bias), nn.Linear(64, 32, bias=bias), nn.Linear(64, 32, bias=bias)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        heads = lambda y: y.view(*x.shape[:-1], -1, 16).transpose(-3, -2)  # noqa: E731
+        return heads(self.q(x)), heads(self.k(x)), heads(self.v(x))
 
 
 def _outlined(model: nn.Module, x: torch.Tensor, tmp_path: Path) -> str:
@@ -97,6 +112,39 @@ def test_a_decode_steps_swiglu_is_one_gemv_over_both_weights_and_matches_eager(t
     _matches_eager_on_the_cpu(model, x, tmp_path)
 
 
+@pytest.mark.parametrize("bias", [False, True], ids=["llama", "qwen2-biases"])
+def test_a_decode_steps_q_k_and_v_are_one_gemv_over_their_stacked_weights_and_match_eager(bias, tmp_path):
+    torch.manual_seed(0)
+    model, x = Projections(bias).eval(), torch.randn(1, 1, 64)
+    text = _outlined(model, x, tmp_path)
+    (stacked,) = _descriptions(text)
+    assert "stacked = [64, 32, 32]" in stacked and "n = 128" in stacked and f"bias = {str(bias).lower()}" in stacked, text
+    main = text.split("func.func private")[0]
+    assert len(re.findall(r"call @kiln_mm_\d+", main)) == 1, main
+    _matches_eager_on_the_cpu(model, x, tmp_path)
+
+
+def test_projections_with_more_rows_stay_apart(tmp_path):
+    """Prefill's (many rows) are three tensor-core matmuls: the stacking is the GEMV's."""
+    torch.manual_seed(0)
+    model, x = Projections().eval(), torch.randn(2, 24, 64)
+    text = _outlined(model, x, tmp_path)
+    assert len(_descriptions(text)) == 2 and not any("stacked" in found for found in _descriptions(text)), text  # Q; K and V share one
+    _matches_eager_on_the_cpu(model, x, tmp_path)
+
+
+def test_stacked_weights_on_tensor_cores_are_unsupported():
+    with pytest.raises(Unsupported, match="only the GEMV kernel takes more than one"):
+        compile_kernel(Matmul(64, 128, 64, "bf16", "bf16", stacked=(64, 32, 32)), Tiles(64, 64, 64))
+
+
+def test_the_stacked_gemv_kernel_matches_torch_in_tritons_interpreter():
+    script = Path(__file__).with_name("stacked_gemv_interpreted.py")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr[-2000:]
+    assert result.stdout.count("max abs error") == 8
+
+
 @pytest.mark.parametrize("approximate", ["tanh", "none"])
 def test_a_gelu_after_a_linear_is_its_epilogue_and_matches_eager(approximate, tmp_path):
     torch.manual_seed(0)
@@ -131,7 +179,7 @@ def test_two_weights_on_tensor_cores_are_unsupported():
     """The pass pairs two weights only for the GEMV (contract.gated_outlined); a description asking for
     more rows falls back to IREE's code rather than to a kernel that was measured slower."""
     mm = Matmul(64, 128, 64, "bf16", "bf16", gated=True, epilogue=(("mul", "bf16", 0, 1),), product_dtype="bf16")
-    with pytest.raises(Unsupported, match="only the GEMV kernel takes a second weight"):
+    with pytest.raises(Unsupported, match="only the GEMV kernel takes more than one"):
         compile_kernel(mm, Tiles(64, 64, 64))
 
 

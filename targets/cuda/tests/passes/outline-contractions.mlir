@@ -684,3 +684,87 @@ module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "hig
     return %y : !torch.vtensor<[8,32],f32>
   }
 }
+
+// -----
+
+// A decode step's Q, K and V projections of one input (views of it), each product read apart: one call
+// of their weights stacked along N, whose three results take the products' uses.
+// CHECK-LABEL: func.func @qkv_decode
+// CHECK:         %[[P:.*]]:3 = call @kiln_mm_0(%{{.*}}, %arg1, %arg2, %arg3) : (!torch.vtensor<[1,8],bf16>, !torch.vtensor<[16,8],bf16>, !torch.vtensor<[8,8],bf16>, !torch.vtensor<[8,8],bf16>) -> (!torch.vtensor<[1,16],bf16>, !torch.vtensor<[1,8],bf16>, !torch.vtensor<[1,8],bf16>)
+// CHECK-NOT:     torch.aten.mm
+// CHECK:         return %[[P]]#0, %[[P]]#1, %[[P]]#2
+// CHECK:       func.func private @kiln_mm_0
+// CHECK-SAME:    n = 32
+// CHECK-SAME:    stacked = [16, 8, 8]
+// CHECK-COUNT-3: torch.aten.mm
+module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @qkv_decode(%x: !torch.vtensor<[1,1,8],bf16>, %wq: !torch.vtensor<[16,8],bf16>, %wk: !torch.vtensor<[8,8],bf16>, %wv: !torch.vtensor<[8,8],bf16>) -> (!torch.vtensor<[1,16],bf16>, !torch.vtensor<[1,8],bf16>, !torch.vtensor<[1,8],bf16>) {
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int8 = torch.constant.int 8
+    %swap = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %flat = torch.prim.ListConstruct %int1, %int8 : (!torch.int, !torch.int) -> !torch.list<int>
+    %xq = torch.aten.view %x, %flat : !torch.vtensor<[1,1,8],bf16>, !torch.list<int> -> !torch.vtensor<[1,8],bf16>
+    %wqt = torch.aten.permute %wq, %swap : !torch.vtensor<[16,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,16],bf16>
+    %q = torch.aten.mm %xq, %wqt : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,16],bf16> -> !torch.vtensor<[1,16],bf16>
+    %xk = torch.aten.view %x, %flat : !torch.vtensor<[1,1,8],bf16>, !torch.list<int> -> !torch.vtensor<[1,8],bf16>
+    %wkt = torch.aten.permute %wk, %swap : !torch.vtensor<[8,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,8],bf16>
+    %k = torch.aten.mm %xk, %wkt : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,8],bf16> -> !torch.vtensor<[1,8],bf16>
+    %xv = torch.aten.view %x, %flat : !torch.vtensor<[1,1,8],bf16>, !torch.list<int> -> !torch.vtensor<[1,8],bf16>
+    %wvt = torch.aten.permute %wv, %swap : !torch.vtensor<[8,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,8],bf16>
+    %v = torch.aten.mm %xv, %wvt : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,8],bf16> -> !torch.vtensor<[1,8],bf16>
+    return %q, %k, %v : !torch.vtensor<[1,16],bf16>, !torch.vtensor<[1,8],bf16>, !torch.vtensor<[1,8],bf16>
+  }
+}
+
+// -----
+
+// Not stacked where a weight is made after the first product (here K's, scaled): the one call could
+// not take it. Each projection keeps a call of its own.
+// CHECK-LABEL: func.func @qkv_weight_made_later
+// CHECK-COUNT-3: call @kiln_mm_
+// CHECK-NOT:     stacked
+module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @qkv_weight_made_later(%x: !torch.vtensor<[1,8],bf16>, %wq: !torch.vtensor<[16,8],bf16>, %wk: !torch.vtensor<[8,8],bf16>, %wv: !torch.vtensor<[8,8],bf16>) -> (!torch.vtensor<[1,16],bf16>, !torch.vtensor<[1,8],bf16>, !torch.vtensor<[1,8],bf16>) {
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %swap = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %wqt = torch.aten.permute %wq, %swap : !torch.vtensor<[16,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,16],bf16>
+    %q = torch.aten.mm %x, %wqt : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,16],bf16> -> !torch.vtensor<[1,16],bf16>
+    %wk2 = torch.aten.add.Tensor %wk, %wk, %int1 : !torch.vtensor<[8,8],bf16>, !torch.vtensor<[8,8],bf16>, !torch.int -> !torch.vtensor<[8,8],bf16>
+    %wkt = torch.aten.permute %wk2, %swap : !torch.vtensor<[8,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,8],bf16>
+    %k = torch.aten.mm %x, %wkt : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,8],bf16> -> !torch.vtensor<[1,8],bf16>
+    %wvt = torch.aten.permute %wv, %swap : !torch.vtensor<[8,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,8],bf16>
+    %v = torch.aten.mm %x, %wvt : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,8],bf16> -> !torch.vtensor<[1,8],bf16>
+    return %q, %k, %v : !torch.vtensor<[1,16],bf16>, !torch.vtensor<[1,8],bf16>, !torch.vtensor<[1,8],bf16>
+  }
+}
+
+// -----
+
+// A checkpoint's weights are loaded where each is used, after the first projection (at the torch
+// hand-off: ml_program.global_load_const and torch_c.from_builtin_tensor; literals here): the ops that
+// only read a constant move before the one call.
+// CHECK-LABEL: func.func @qkv_weights_loaded_later
+// CHECK:         torch.vtensor.literal(dense<1.000000e+00>
+// CHECK:         torch.vtensor.literal(dense<2.000000e+00>
+// CHECK:         %[[P:.*]]:3 = call @kiln_mm_0(%arg0, %arg1, %{{.*}}, %{{.*}})
+// CHECK-NOT:     torch.aten.mm
+// CHECK:       func.func private @kiln_mm_0
+// CHECK-SAME:    stacked = [16, 8, 8]
+module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @qkv_weights_loaded_later(%x: !torch.vtensor<[1,8],bf16>, %wq: !torch.vtensor<[16,8],bf16>) -> (!torch.vtensor<[1,16],bf16>, !torch.vtensor<[1,8],bf16>, !torch.vtensor<[1,8],bf16>) {
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %swap = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %wqt = torch.aten.permute %wq, %swap : !torch.vtensor<[16,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,16],bf16>
+    %q = torch.aten.mm %x, %wqt : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,16],bf16> -> !torch.vtensor<[1,16],bf16>
+    %wk = torch.vtensor.literal(dense<1.0> : tensor<8x8xbf16>) : !torch.vtensor<[8,8],bf16>
+    %wkt = torch.aten.permute %wk, %swap : !torch.vtensor<[8,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,8],bf16>
+    %k = torch.aten.mm %x, %wkt : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,8],bf16> -> !torch.vtensor<[1,8],bf16>
+    %wv = torch.vtensor.literal(dense<2.0> : tensor<8x8xbf16>) : !torch.vtensor<[8,8],bf16>
+    %wvt = torch.aten.permute %wv, %swap : !torch.vtensor<[8,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,8],bf16>
+    %v = torch.aten.mm %x, %wvt : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,8],bf16> -> !torch.vtensor<[1,8],bf16>
+    return %q, %k, %v : !torch.vtensor<[1,16],bf16>, !torch.vtensor<[1,8],bf16>, !torch.vtensor<[1,8],bf16>
+  }
+}
