@@ -102,7 +102,7 @@ def _choose(options: CompileOptions, arch: ArchChoice | None, handoff: str) -> C
     # Last in `simplified`: the contractions as the simplifications left them. pointwise-conv-to-mm
     # after outlining, so that the bodies of outlined convolutions (IREE's code, should no kernel
     # replace them) are rewritten too: IREE 3.13 miscompiles 16-bit 1x1 convolutions.
-    outline = ("heads-last-attention-inputs", "outline-contractions", "outline-row-programs") if kernels else ()
+    outline = ("heads-last-attention-inputs", "outline-cache-writes", "outline-contractions", "outline-row-programs") if kernels else ()
     return Choices(
         details={"matmul_precision": matmul, "conv_precision": conv, "kernels": "on" if kernels else "off"},
         attributes={"kiln.matmul_precision": matmul, "kiln.conv_precision": conv, "kiln.kernels": options.kernels},

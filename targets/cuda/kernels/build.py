@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from .contract import HEAD_DIMS, MAX_STACKED, gated_outlined
-from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram, results
+from .contraction import Attention, CacheWrite, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram, results
 from .tiles import SMALL_M, Tiles
 
 TRITON_VERSION = "3.9.0"  # the version the ABI trim below was written against and the GPU run used
 PTX_VERSION = 90  # Triton 3.9's default `.version 9.4` is rejected by CUDA 13.0 drivers (580)
 MAX_INT32 = 2**31 - 1  # offsets are 32-bit: every operand must have fewer elements
-_TRITON_TYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16", "i8": "i8"}
+_TRITON_TYPES = {"f32": "fp32", "bf16": "bf16", "f16": "fp16", "i8": "i8", "i64": "i64"}
 # (kind, dtype, precision) that ran correctly on an H100 (benchmarks/results/kernels-h100.json); the
 # same source in other dtypes and precisions compiles but has not run on a GPU yet.
 CHECKED = {
@@ -34,7 +34,7 @@ CHECKED = {
     ("conv2d", "f32", "tf32"), ("conv2d", "bf16", ""),
     ("depthwise conv2d", "f32", "ieee"), ("depthwise conv2d", "bf16", ""), ("maxpool2d", "f32", ""), ("maxpool2d", "bf16", ""),
     ("attention", "f32", "tf32x3"), ("attention", "f32", "tf32"), ("attention", "bf16", ""),
-    ("rows", "f32", ""), ("rows", "bf16", ""),
+    ("rows", "f32", ""), ("rows", "bf16", ""), ("cache write", "f32", ""), ("cache write", "bf16", ""),
 }  # fmt: skip
 MAX_ROW_WIDTH = 16384  # a row program holds whole rows in registers: wider ones would spill
 
@@ -97,6 +97,8 @@ def _kind(contraction: Contraction) -> str:
         return "depthwise conv2d" if contraction.depthwise else "conv2d"
     if isinstance(contraction, RowProgram):
         return "rows"
+    if isinstance(contraction, CacheWrite):
+        return "cache write"
     return "maxpool2d" if isinstance(contraction, MaxPool2d) else "attention"
 
 
@@ -110,7 +112,17 @@ def compile_kernel(contraction: Contraction, tiles: Tiles) -> Kernel:
         return _compile_stencil(contraction, tiles, ("x_ptr", "y_ptr"), "kiln_maxpool")
     if isinstance(contraction, RowProgram):
         return _compile_rows(contraction, tiles)
+    if isinstance(contraction, CacheWrite):
+        return _compile_cache_write(contraction, tiles)
     return _compile_attention(contraction, tiles)
+
+
+def _compile_cache_write(write: CacheWrite, tiles: Tiles) -> Kernel:
+    """Tiles: block_n elements of the new keys or values a program."""
+    rows = write.batch * write.heads
+    constants = dict(ROWS=rows, TOKENS=write.tokens, SEQ=write.seq, DIM=write.dim, BLOCK=tiles.block_n)
+    programs = math.ceil(rows * write.tokens * write.dim / tiles.block_n)
+    return _compile(_fixed("kiln_cache_write"), ("pos_ptr", "new_ptr", "cache_ptr"), constants, write, tiles, (programs, 1, 1), "kiln_kv")
 
 
 def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:

@@ -433,12 +433,58 @@ def _digest(described: Any) -> str:
     return hashlib.sha256(json.dumps(described).encode()).hexdigest()[:8]
 
 
-Contraction = Matmul | Conv2d | MaxPool2d | Attention | RowProgram
+@dataclass(frozen=True)
+class CacheWrite:
+    """cache[b, h, p + t, :] = new[b, h, t, :] for each of `tokens` tokens whose slot p + t lies in the
+    cache, p the first element of a position tensor read on the device: a step's keys or values written
+    into the KV cache of `--generate` (compiler/generation.py `_written`). The result is the cache
+    operand itself, updated in place (the dispatch's result is tied to it): only the written slots move,
+    where the graph's select over the whole cache read and wrote all of it."""
+
+    batch: int
+    heads: int
+    seq: int
+    dim: int
+    tokens: int
+    positions: int  # the position tensor's length (its first element is p)
+    dtype: str
+    precision: str = ""
+
+    @property
+    def out_dtype(self) -> str:
+        return self.dtype
+
+    def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
+        return ((self.positions,), (self.batch, self.heads, self.tokens, self.dim), self.result_shape())
+
+    def operand_dtypes(self) -> tuple[str, ...]:
+        return ("i64", self.dtype, self.dtype)
+
+    def result_shape(self) -> tuple[int, ...]:
+        return (self.batch, self.heads, self.seq, self.dim)
+
+    @property
+    def flops(self) -> int:
+        return 0
+
+    @property
+    def label(self) -> str:
+        return f"kv{self.batch}x{self.heads}x{self.seq}x{self.dim}-{self.tokens}tok-{self.dtype}"
+
+    @property
+    def shape_key(self) -> str:
+        return self.label
+
+
+Contraction = Matmul | Conv2d | MaxPool2d | Attention | RowProgram | CacheWrite
 
 
 def results(contraction: Contraction) -> tuple[tuple[tuple[int, ...], str], ...]:
-    """(shape, dtype) of each result a kernel writes, in binding order: the result, then a row
-    program's further `outputs`."""
+    """(shape, dtype) of each result a kernel writes to a binding of its own, in binding order: the
+    result (none for a CacheWrite, which writes its last operand), then a row program's further
+    `outputs`."""
+    if isinstance(contraction, CacheWrite):
+        return ()
     extra = contraction.extra_results() if isinstance(contraction, RowProgram) else ()
     return ((contraction.result_shape(), contraction.out_dtype), *extra)
 
@@ -465,6 +511,8 @@ def from_description(description: Mapping[str, Any]) -> Contraction:
         fields["sources"] = tuple(tuple(shape) for shape in fields.get("sources", ()))
         fields["views"] = tuple(tuple(view) for view in fields.get("views", ()))
         return Attention(**fields)
+    if kind == "cache_write":
+        return CacheWrite(**fields)
     if kind == "rows":
         return RowProgram(
             tuple(fields["shape"]),

@@ -20,7 +20,7 @@ import itertools
 from dataclasses import dataclass
 
 from .build import Kernel
-from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, results
+from .contraction import Attention, CacheWrite, Contraction, Conv2d, Matmul, MaxPool2d, results
 
 # The target of the PTX object; IREE matches objects to the module's executable variants by it.
 EXECUTABLE_TARGET = '#hal.executable.target<"cuda", "cuda-nvptx-fb">'
@@ -39,9 +39,10 @@ def executable(kernel: Kernel, name: str) -> str:
     """The `hal.executable.source` op named `name` holding `kernel`."""
     ptx = kernel.ptx.encode() + b"\0"  # the driver loads PTX as a NUL-terminated string
     operands = len(kernel.contraction.operand_shapes())
+    written = operands - 1 if isinstance(kernel.contraction, CacheWrite) else operands  # its last operand is its result
     bindings = ",\n      ".join(
-        ['#hal.pipeline.binding<storage_buffer, "ReadOnly|Indirect">'] * operands
-        + ["#hal.pipeline.binding<storage_buffer, Indirect>"] * len(results(kernel.contraction))
+        ['#hal.pipeline.binding<storage_buffer, "ReadOnly|Indirect">'] * written
+        + ["#hal.pipeline.binding<storage_buffer, Indirect>"] * (operands - written + len(results(kernel.contraction)))
     )
     x, y, z = kernel.grid
     return f"""  hal.executable.source private @{name} <{{objects = #hal.executable.objects<{{
@@ -80,6 +81,8 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
             operands[index] = body.permute(operands[index], signature.operands[index], [1, 0])
     if isinstance(contraction, Attention) and contraction.mask == "bool":  # the kernel reads bytes
         operands[3] = body.to_int8(operands[3], signature.operands[3])
+    if isinstance(contraction, CacheWrite):
+        return _in_place(kernel, name, executable_name, signature)
     written = results(contraction)
     dtypes = contraction.operand_dtypes()
     types = [_tensor(shape, dtype) for shape, dtype in zip(shapes, dtypes, strict=True)]
@@ -113,6 +116,24 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
         f"  func.func private @{name}({header}) -> {listed if len(signature.results) == 1 else '(' + listed + ')'} {{\n"
         + "".join(f"    {line}\n" for line in body.lines)
         + f"    return {', '.join([result, *others])} : {listed}\n  }}\n"
+    )
+
+
+def _in_place(kernel: Kernel, name: str, executable_name: str, signature: Signature) -> str:
+    """The function of a kernel that updates its last operand in place: the dispatch's one result is
+    tied to that operand (`-> %operand`), so IREE passes the operand's buffer to be written."""
+    body = _Body()
+    dtypes = ["i64" if dtype == "si64" else dtype for dtype in (_dtype(type_) for type_ in signature.operands)]
+    types = [_tensor(_shape(type_), dtype) for type_, dtype in zip(signature.operands, dtypes, strict=True)]
+    built = [body.to_builtin(f"%arg{index}", type_, builtin) for index, (type_, builtin) in enumerate(zip(signature.operands, types, strict=True))]
+    dispatched = body.line(f"flow.dispatch @{executable_name}::@{kernel.entry}({', '.join(built)}) : ({', '.join(types)}) -> {built[-1]}")
+    (result_type,) = signature.results
+    result = body.line(f"torch_c.from_builtin_tensor {dispatched} : {types[-1]} -> {result_type}")
+    header = ", ".join(f"%arg{index}: {type_}" for index, type_ in enumerate(signature.operands))
+    return (
+        f"  func.func private @{name}({header}) -> {result_type} {{\n"
+        + "".join(f"    {line}\n" for line in body.lines)
+        + f"    return {result} : {result_type}\n  }}\n"
     )
 
 

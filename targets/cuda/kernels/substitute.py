@@ -21,7 +21,16 @@ from torch_mlir import ir
 from .build import Kernel, Unsupported
 from .cache import cached_kernel
 from .contract import ATTRIBUTE  # what outline-contractions puts on each function
-from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram, from_description
+from .contraction import (
+    Attention,
+    CacheWrite,
+    Contraction,
+    Conv2d,
+    Matmul,
+    MaxPool2d,
+    RowProgram,
+    from_description,
+)
 from .embed import Signature, executable, function
 from .tiles import Choice, Tiles, choose
 
@@ -67,15 +76,15 @@ class Decision:
 
 
 def _layout(contraction: Contraction) -> str:
-    if isinstance(contraction, RowProgram):
-        return "rows"
+    if isinstance(contraction, RowProgram | CacheWrite):
+        return "rows" if isinstance(contraction, RowProgram) else "bhsd"
     return contraction.b_layout if isinstance(contraction, Matmul) else contraction.layout
 
 
 def _precision(contraction: Contraction) -> str:
     if contraction.precision:
         return contraction.precision
-    if isinstance(contraction, MaxPool2d):
+    if isinstance(contraction, MaxPool2d | CacheWrite):
         return "exact"
     if isinstance(contraction, RowProgram):
         return "f32 arithmetic, each step rounded to its dtype"
@@ -193,7 +202,7 @@ def _decide(item: Outlined, chooser: Callable[[Contraction], Choice], make: Call
             target = replace(contraction, layout=choice.layout, bias=bias, out_layout="nhwc" if choice.layout == "nchw" else "")
         elif isinstance(contraction, MaxPool2d):
             target = replace(contraction, layout=choice.layout)
-        elif isinstance(contraction, Attention | RowProgram):
+        elif isinstance(contraction, Attention | RowProgram | CacheWrite):
             target = contraction  # read as the outlined function receives it
         else:
             target = replace(contraction, b_layout="nk")  # B[K, N] is transposed first: see embed.function

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram
+from .contraction import Attention, CacheWrite, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram
 
 MEASURED = Path(__file__).with_name("measured.json")
 SMS = 132  # an H100's streaming multiprocessors: the heuristic aims for about one program on each
@@ -62,6 +62,9 @@ def measured() -> dict[str, dict]:
     return json.loads(MEASURED.read_text())["shapes"]
 
 
+CACHE_WRITE_TILES = Tiles(1, 1024, 1, 4, 1)  # kiln_cache_write: 1,024 elements a program (a decode step's keys: 1 program)
+
+
 def choose(contraction: Contraction) -> Choice:
     """The configuration `contraction` gets by default: measured where its shape was, else the heuristic."""
     found = measured().get(contraction.shape_key)
@@ -72,6 +75,8 @@ def choose(contraction: Contraction) -> Choice:
         return Choice(Tiles.parse(found["tiles"]), found["layout"], f"measured fastest on the {gpu}")
     if isinstance(contraction, RowProgram):
         return Choice(row_candidates(contraction)[0], "", "heuristic (shape not measured)")
+    if isinstance(contraction, CacheWrite):
+        return Choice(CACHE_WRITE_TILES, "", "a copy of the new tokens: one configuration")
     if isinstance(contraction, Attention):
         return Choice(attention_candidates(contraction)[0], contraction.layout, "heuristic (shape not measured)")
     if isinstance(contraction, MaxPool2d) or (isinstance(contraction, Conv2d) and contraction.depthwise):

@@ -161,6 +161,23 @@ def kiln_gemv(
 
 
 @triton.jit
+def kiln_cache_write(
+    pos_ptr, new_ptr, cache_ptr,
+    ROWS: tl.constexpr, TOKENS: tl.constexpr, SEQ: tl.constexpr, DIM: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """cache[row, p + t, :] = new[row, t, :] (rows: batch x heads) for the slots p + t inside [0, SEQ),
+    p = pos_ptr[0] read here, on the device: BLOCK elements of `new` a program. The cache buffer is the
+    dispatch's tied result, so every other slot keeps what it held."""
+    start = tl.load(pos_ptr).to(tl.int32)
+    index = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = index < ROWS * TOKENS * DIM
+    row, token, dim = index // (TOKENS * DIM), (index // DIM) % TOKENS, index % DIM
+    slot = start + token
+    value = tl.load(new_ptr + index, mask=inside)
+    tl.store(cache_ptr + (row * SEQ + slot) * DIM + dim, value, mask=inside & (slot >= 0) & (slot < SEQ))
+
+
+@triton.jit
 def _output_pixels(rows, P: tl.constexpr, Q: tl.constexpr, STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr,
                    PAD_H: tl.constexpr, PAD_W: tl.constexpr):  # fmt: skip
     """Flat output pixel indices -> (image, p, q) and the input row and column of their first tap."""
