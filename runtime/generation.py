@@ -3,8 +3,8 @@
 Why it lives in the runtime: a deployment generates with `kiln.runtime` alone. The loop keeps every
 token on the artifact's device: `decode` takes the tensors the previous call returned (the greedy
 token, or the one sampled here from the logits with torch on that device, and the position), so a
-step copies nothing across the boundary; only the caller's reading of the ids (to stop at
-end-of-sequence) waits on it.
+step copies nothing across the boundary; only the check for end-of-sequence, once a window of
+tokens (`stream`), and the caller's reading of the ids wait on it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .module import LoadedModule
 
 STAGE = "runtime"
+EOS_WINDOW = 8  # tokens between the host's reads of which rows have ended (stream)
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,13 @@ def stream(
 ) -> Iterator[torch.Tensor]:
     """The new tokens, [batch] each, as they are chosen: the first from the prompt (prefill), then one per decode.
 
-    Stops after `max_new_tokens`, or once every row has chosen an end-of-sequence token."""
+    Stops after `max_new_tokens`, or once every row has chosen an end-of-sequence token; a row that
+    ended before the others goes on with an end-of-sequence token, as transformers pads it. Whether
+    rows ended is read on the host once every EOS_WINDOW tokens (the first token at once), not after
+    every step: reading it waits on the device, and the torch ops that track it ran before each
+    synchronous decode call (0.15 ms a step of Llama-3.2-1B's 1.7 on the H200). Tokens therefore come
+    in groups of up to EOS_WINDOW, each as the device chose it; the decode steps run past the end by
+    less than a window, and their tokens are dropped."""
     spec = spec_of(module)
     ids = _checked_prompt(input_ids, spec, max_new_tokens)
     sampling.check()
@@ -68,18 +75,43 @@ def stream(
         generator = torch.Generator(device=ids.device)
         generator.manual_seed(sampling.seed if sampling.seed is not None else torch.seed())
     decode = module.functions[spec.decode]
-    eos = torch.tensor(spec.eos_token_ids, dtype=torch.int64, device=ids.device)
-    finished = torch.zeros(spec.batch, dtype=torch.bool, device=ids.device)
+    ends = _Ends(torch.tensor(spec.eos_token_ids, dtype=torch.int64, device=ids.device), spec.batch)
     greedy, logits, position = _prefill_chunks(module, spec, ids)
+    chosen: list[torch.Tensor] = []
     for step in range(max_new_tokens):
         token = _sampled(logits, sampling, generator) if sampling.do_sample else greedy
-        if eos.numel():  # rows that ended go on with an end-of-sequence token, as transformers pads them
-            token = torch.where(finished, eos[0], token)
-            finished |= torch.isin(token, eos)
-        yield token
-        if step + 1 == max_new_tokens or (eos.numel() and bool(finished.all())):
-            return
-        greedy, logits, position = decode(token, position)
+        chosen.append(token)
+        last = step + 1 == max_new_tokens
+        if last or step % EOS_WINDOW == 0:  # the first token, then every EOS_WINDOW
+            kept, ended = ends.through(chosen)
+            yield from kept
+            if ended:
+                return
+            chosen = []
+        if not last:  # a row that ended goes on from its own token: rows do not read each other
+            greedy, logits, position = decode(token, position)
+
+
+class _Ends:
+    """Which rows have chosen an end-of-sequence token, over the windows of tokens `stream` hands it."""
+
+    def __init__(self, eos: torch.Tensor, batch: int) -> None:
+        self.eos = eos
+        self.ended = torch.zeros(batch, dtype=torch.bool, device=eos.device)
+
+    def through(self, tokens: list[torch.Tensor]) -> tuple[list[torch.Tensor], bool]:
+        """`tokens` (one [batch] tensor a step), each row's tokens after its end replaced by an
+        end-of-sequence token, up to the step where every row has ended; and whether they all have."""
+        if not self.eos.numel():
+            return tokens, False
+        steps = torch.stack(tokens)  # [window, batch]
+        ended_by = torch.cummax(torch.isin(steps, self.eos).int(), dim=0).values.bool() | self.ended  # through each step
+        before = torch.cat([self.ended[None], ended_by[:-1]])  # before each step
+        steps = torch.where(before, self.eos[0], steps)
+        self.ended = ended_by[-1]
+        done = ended_by.all(dim=1).tolist()  # the one wait on the device a window
+        count = done.index(True) + 1 if True in done else len(tokens)
+        return list(steps[:count].unbind(0)), True in done
 
 
 def prefill(module: LoadedModule, input_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
