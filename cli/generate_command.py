@@ -38,8 +38,9 @@ def generate_command(
 ) -> None:
     """Generate with ARTIFACT (compiled with `kiln compile MODEL --generate --max-seq-len N`).
 
-    Prints the new tokens of each row as they come (ids, or text with --prompt), then the prefill
-    and decode rates in tokens per second (rows included). Greedy unless --sample.
+    Prints the new tokens of each row as they come (ids, or text with --prompt; in groups of up to 8,
+    as often as the loop checks for end-of-sequence), then the prefill and decode rates in tokens per
+    second (rows included). Greedy unless --sample.
 
     \b
     Examples:

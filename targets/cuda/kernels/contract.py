@@ -21,7 +21,9 @@ HEAD_DIMS = tuple(range(16, 129, 16))
 GATED_ROWS_BELOW = 8
 # Matmuls of one input by weights whose products are read apart (a decode step's Q, K and V projections)
 # are one GEMV dispatch too, with fewer rows than GATED_ROWS_BELOW: the weights stacked along N, up to
-# this many a dispatch (Matmul.stacked).
+# this many a dispatch (Matmul.stacked). Llama-3.2-1B's three (2048, 512 and 512 rows) took 147 us a
+# step apart and 88 as one on the H200, and IREE then fused two rotary dispatches (benchmarks/NOTES.md,
+# "A decode step's dispatches and its host work").
 MAX_STACKED = 3
 
 
