@@ -208,7 +208,7 @@ def test_kiln_passes_shows_a_targets_pipeline_with_its_passes_placed():
     assert result.exit_code == 0, result.output
     placed = with_placements(DEFAULT_PIPELINE, resolve(CompileOptions(target="cuda", gpu_arch="sm_90a")).passes)
     assert "The default pipeline for cuda" in result.output and pipeline_text(placed) in result.output
-    assert "cse,heads-last-attention-inputs,outline-contractions,outline-row-programs,pointwise-conv-to-mm)" in pipeline_text(placed)
+    assert "cse,heads-last-attention-inputs,outline-cache-writes,outline-contractions,outline-row-programs,pointwise-conv-to-mm)" in pipeline_text(placed)
 
 
 def test_a_target_places_its_passes_once_in_a_pipeline_that_names_them_already():

@@ -1,6 +1,6 @@
 """The cuda room's choices: where its own passes and kernels apply, resolved once per compile.
 
-The room places heads-last-attention-inputs, outline-contractions and outline-row-programs only where
+The room places heads-last-attention-inputs, outline-cache-writes, outline-contractions and outline-row-programs only where
 its kernels run (sm_90a, the torch hand-off, --kernels on); the passes themselves no longer ask the module which target it is
 for, so these cases are the "must not fire" half of their lit tests.
 """
@@ -14,7 +14,7 @@ from kiln.passes import DEFAULT_PIPELINE, with_placements
 from kiln.targets.cuda.kernels.provider import CudaKernels
 from kiln.targets.resolve import resolve
 
-OUTLINING = ("heads-last-attention-inputs", "outline-contractions", "outline-row-programs")
+OUTLINING = ("heads-last-attention-inputs", "outline-cache-writes", "outline-contractions", "outline-row-programs")
 
 
 def placed(options: CompileOptions) -> list[str]:
@@ -26,7 +26,7 @@ def test_kernels_apply_on_sm_90a_at_the_torch_handoff():
     assert isinstance(resolved.kernels, CudaKernels) and resolved.details["kernels"] == "on"
     passes = placed(CompileOptions(target="cuda", gpu_arch="sm_90a"))
     at = passes.index("cse", passes.index("expand-pow-small"))  # simplified's cse, the rooms' anchor
-    assert passes[at + 1 : at + 5] == [*OUTLINING, "pointwise-conv-to-mm"]
+    assert passes[at + 1 : at + 6] == [*OUTLINING, "pointwise-conv-to-mm"]
 
 
 @pytest.mark.parametrize(
