@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .contract import HEAD_DIMS, MAX_STACKED, gated_outlined
+from .contract import MAX_STACKED, gated_outlined, head_dim_taken
 from .contraction import Attention, CacheWrite, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram, results
 from .tiles import SMALL_M, Tiles
 
@@ -86,8 +86,8 @@ def check(contraction: Contraction) -> None:
         raise Unsupported(f"several weights with {contraction.m} rows: only the GEMV kernel takes more than one")
     if isinstance(contraction, Matmul) and len(contraction.stacked) > MAX_STACKED:
         raise Unsupported(f"{len(contraction.stacked)} stacked weights: the GEMV kernel takes {MAX_STACKED}")
-    if isinstance(contraction, Attention) and contraction.head_dim not in HEAD_DIMS:
-        raise Unsupported(f"head dimension {contraction.head_dim}: the attention kernel takes {', '.join(map(str, HEAD_DIMS))}")
+    if isinstance(contraction, Attention) and not head_dim_taken(contraction.head_dim, contraction.dtype):
+        raise Unsupported(f"head dimension {contraction.head_dim} in {contraction.dtype}: the attention kernel takes 16 to 128 in steps of 16, and up to 256 in 16-bit dtypes")
 
 
 def _kind(contraction: Contraction) -> str:

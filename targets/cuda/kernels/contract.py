@@ -8,8 +8,16 @@ from __future__ import annotations
 ATTRIBUTE = "kiln.contraction"  # outline-contractions' description of each function it makes
 KERNEL_DTYPES = ("f32", "bf16", "f16")
 # The attention kernel holds whole head rows, padded to a power of two (80 as 128: Phi-2; IREE's own
-# attention took 13.9 ms a layer for Phi-2 at 8x512 on the H200, 91% of the call), up to 128.
+# attention took 13.9 ms a layer for Phi-2 at 8x512 on the H200, 91% of the call), up to 128; in 16-bit
+# dtypes up to 256 (Gemma's heads). f32's smallest flash tile at 256 (64 x 32, two stages) needs 262 KB
+# of shared memory, more than an SM has, and spilled.
 HEAD_DIMS = tuple(range(16, 129, 16))
+WIDE_HEAD_DIMS = tuple(range(144, 257, 16))
+
+
+def head_dim_taken(head_dim: int, dtype: str) -> bool:
+    """Whether the attention kernels take heads of `head_dim` in `dtype` (MLIR's spelling)."""
+    return head_dim in HEAD_DIMS or (dtype != "f32" and head_dim in WIDE_HEAD_DIMS)
 # Two matmuls of one input by two weights whose products only elementwise ops read together (SwiGLU's
 # gate and up) are one kernel only with fewer rows than this: kiln's GEMV (a decode step) then reads
 # both weights in one pass, the input row once (Llama-3.2-1B decode on the H200: 2.28 -> 2.20 ms a
@@ -52,7 +60,7 @@ def attention_outlined(
         and tuple(value) == tuple(key)
         and tuple(query[:2]) == tuple(key[:2])
         and query[3] == key[3]
-        and query[3] in HEAD_DIMS
+        and head_dim_taken(query[3], dtype)
     )
 
 

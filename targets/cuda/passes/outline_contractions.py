@@ -31,7 +31,7 @@ Eligible, with static shapes:
 - `aten.scaled_dot_product_attention` without dropout or `enable_gqa`, causal or not, with or without
   a rank-4 mask tensor (boolean, or additive in a float dtype; the function takes it before any
   `expand` broadcast it), of 4-D f32, bf16 or f16 operands whose head dimension the kernel takes
-  (HEAD_DIMS). Where Q, K and V
+  (`contract.head_dim_taken`: 16 to 128, up to 256 in 16-bit dtypes). Where Q, K and V
   are all `permute(x, [0, 2, 1, 3])` (heads moved forward from [batch, seq, heads, dim]), the function
   takes the x and the kernel reads them through strides (layout "bshd"). Where K and V are key/value
   heads repeated for groups of query heads (transformers' repeat_kv: GQA, MQA), the function takes

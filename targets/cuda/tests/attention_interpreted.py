@@ -3,7 +3,7 @@ imported: a script of its own, which test_cuda_kernels.py runs) against PyTorch'
 masks decoders bring: causal and sliding-window byte masks, padding (a row that keeps nothing), an
 additive -inf mask, a mask with causal as well, and the same shapes without a mask; grouped heads
 (GQA: two query heads a key/value head, read unrepeated); a head dimension that is not a power of two
-(48, padded to 64), in the flash kernel and the one-row kernel. And masks whose trailing keys are
+(48, padded to 64; 240, padded to 256), in the flash kernel and the one-row kernel. And masks whose trailing keys are
 all hidden, which both kernels stop reading (_visible_end): a decode step's one query over a cache
 filled up to its position (additive, transformers' finfo.min, and bytes), a window within it, a
 padded batch whose rows share one mask row (flash kernel), and a row that keeps nothing at all.
@@ -74,11 +74,12 @@ def main() -> None:
     error = (run(None, True, q, k1, v1) - want).abs().max().item()
     print(f"grouped heads: max abs error {error:.1e}")
     failures += ["grouped heads"] if error > 1e-4 else []
-    for rows in (SEQ, 1):  # the flash kernel, and a decode step's one-row kernel
-        q48, k48, v48 = torch.randn(BATCH, HEADS, rows, 48), torch.randn(BATCH, HEADS, SEQ, 48), torch.randn(BATCH, HEADS, SEQ, 48)
-        error = (run(None, False, q48, k48, v48) - F.scaled_dot_product_attention(q48, k48, v48)).abs().max().item()
-        print(f"head dimension 48, {rows} query rows: max abs error {error:.1e}")
-        failures += ["head dimension 48"] if error > 1e-4 else []
+    for dim in (48, 240):  # padded to 64 and to 256 (Gemma's 256-wide heads take that tile)
+        for rows in (SEQ, 1):  # the flash kernel, and a decode step's one-row kernel
+            qd, kd, vd = torch.randn(BATCH, HEADS, rows, dim), torch.randn(BATCH, HEADS, SEQ, dim), torch.randn(BATCH, HEADS, SEQ, dim)
+            error = (run(None, False, qd, kd, vd) - F.scaled_dot_product_attention(qd, kd, vd)).abs().max().item()
+            print(f"head dimension {dim}, {rows} query rows: max abs error {error:.1e}")
+            failures += [f"head dimension {dim}"] if error > 1e-4 else []
     failures += _hidden_tails(q, k, v)
     raise SystemExit(1 if failures else 0)
 
