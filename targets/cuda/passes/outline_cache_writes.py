@@ -20,6 +20,8 @@ The cuda room places this pass where its kernels apply, beside outline-contracti
 
 from __future__ import annotations
 
+from typing import Any
+
 from torch_mlir import ir
 
 from kiln.passes.pass_api import Pass, PassRun, ops_named
@@ -51,7 +53,7 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
                     dead.erase()
 
 
-def _match(where: ir.Operation) -> tuple[dict, list[ir.Value], list[ir.Operation]] | None:
+def _match(where: ir.Operation) -> tuple[dict[str, Any], list[ir.Value], list[ir.Operation]] | None:
     """(description, operands (positions, new, cache), the select's ops in block order) if `where` is
     `_written`'s select; None otherwise."""
     condition, spread, cache = where.operands
@@ -67,32 +69,31 @@ def _match(where: ir.Operation) -> tuple[dict, list[ir.Value], list[ir.Operation
     if subtract is None or number(subtract.operands[2]) != 1:
         return None
     arange, first = producer(subtract.operands[0], "torch.aten.arange.start_step"), defining_op(subtract.operands[1])
-    shapes = [static_type(value) for value in (new, cache, where.results[0])]
-    if arange is None or first is None or any(shape is None for shape in shapes):
+    new_type, cache_type, result_type = (static_type(value) for value in (new, cache, where.results[0]))
+    if arange is None or first is None or new_type is None or cache_type is None or result_type is None:
         return None
-    (new_type, cache_type, result_type) = shapes
     positions = _first_of(first)
-    tokens = new_type.shape[2] if len(new_type.shape) == 4 else 0  # type: ignore[union-attr]
-    if positions is None or not _slot_test(condition, offsets, tokens) or number(clamp.operands[1]) != 0 or number(clamp.operands[2]) != tokens - 1:
+    if positions is None or len(cache_type.shape) != 4 or len(new_type.shape) != 4:
         return None
-    batch, heads, seq, dim = cache_type.shape  # type: ignore[union-attr]
+    batch, heads, seq, dim = cache_type.shape
+    tokens = new_type.shape[2]
     if (
-        len(cache_type.shape) != 4  # type: ignore[union-attr]
-        or tuple(new_type.shape) != (batch, heads, tokens, dim)  # type: ignore[union-attr]
-        or tuple(result_type.shape) != tuple(cache_type.shape)  # type: ignore[union-attr]
-        or len({new_type.dtype, cache_type.dtype, result_type.dtype}) != 1  # type: ignore[union-attr]
-        or cache_type.dtype not in KERNEL_DTYPES  # type: ignore[union-attr]
+        not _slot_test(condition, offsets, tokens)
+        or number(clamp.operands[1]) != 0
+        or number(clamp.operands[2]) != tokens - 1
+        or tuple(new_type.shape) != (batch, heads, tokens, dim)
+        or tuple(result_type.shape) != tuple(cache_type.shape)
+        or len({new_type.dtype, cache_type.dtype, result_type.dtype}) != 1
+        or cache_type.dtype not in KERNEL_DTYPES
         or _arange_length(arange) != seq
     ):
         return None
-    length = static_type(positions).shape  # type: ignore[union-attr]
     description = {
         "kind": "cache_write", "batch": batch, "heads": heads, "seq": seq, "dim": dim, "tokens": tokens,
-        "positions": length[0], "dtype": cache_type.dtype,  # type: ignore[union-attr]
+        "positions": static_type(positions).shape[0], "dtype": cache_type.dtype,  # type: ignore[union-attr]
     }  # fmt: skip
-    chain_ops = {first, subtract, arange, clamp, gather, where, *_condition_ops(condition)}
-    block = [op.operation for op in where.block.operations]
-    chain = [op for op in block if op in {o.operation for o in chain_ops}]
+    members = {op.operation for op in (first, subtract, arange, clamp, gather, where, *_condition_ops(condition))}
+    chain = [op.operation for op in where.block.operations if op.operation in members]
     return description, [positions, new, cache], chain
 
 

@@ -78,7 +78,7 @@ BIAS, STRIDE, PADDING, DILATION, TRANSPOSED, GROUPS = 2, 3, 4, 5, 6, 8
 MASK, DROPOUT, CAUSAL, SCALE, GQA = 3, 4, 5, 6, 7
 ELEMENT_BYTES = {"f32": 4, "bf16": 2, "f16": 2}
 HEADS_FORWARD = [0, 2, 1, 3]  # [batch, seq, heads, dim] <-> [batch, heads, seq, dim]
-# Ops that only read a constant: movable anywhere in their block (_in_order)
+# Ops that only read a constant: movable anywhere in their block (_call_fits_at)
 HOISTABLE = ("ml_program.global_load_const", "torch_c.from_builtin_tensor", "torch.vtensor.literal")
 
 
@@ -326,7 +326,7 @@ def _outline_stacked(outliner: Outliner, mms: list[ir.Operation], precision: str
     function of their weights stacked along N (Matmul.stacked), MAX_STACKED at a time: one GEMV
     dispatch where there were as many as weights. Each must be a plain product (its bias, no
     epilogue) of a W[N, K] of one type and bias; the call goes where the first one's result is made,
-    which every operand must precede (_in_order) and every other result's reader follow."""
+    which every operand must precede (_call_fits_at) and every other result's reader follow."""
     matches = [(op, _match_mm(op, precision)) for op in mms]
     plain = [(op, match) for op, match in matches if match is not None and "epilogue" not in match[0] and match[0]["b_layout"] == "nk"]
     kinds: dict[str, list[tuple[ir.Operation, Match]]] = {}
@@ -344,7 +344,7 @@ def _outline_chunk(outliner: Outliner, chunk: list[tuple[ir.Operation, Match]]) 
     description, operands, _, _ = chunk[0][1]
     finals = [match[3][-1] if match[3] else op for op, match in chunk]
     stacked_operands = [operands[0], *(value for _, match in chunk for value in match[1][1:])]
-    if not _in_order(finals[0], stacked_operands, [final.results[0] for final in finals[1:]]) or compile_time_constants(stacked_operands):
+    if not _call_fits_at(finals[0], stacked_operands, [final.results[0] for final in finals[1:]]) or compile_time_constants(stacked_operands):
         return
     widths = [match[0]["n"] for _, match in chunk]
     stacked = {**description, "n": sum(widths), "stacked": widths}
@@ -363,10 +363,11 @@ def _outline_chunk(outliner: Outliner, chunk: list[tuple[ir.Operation, Match]]) 
         erase_with_unused_producers(op)
 
 
-def _in_order(at: ir.Operation, operands: list[ir.Value], later: list[ir.Value]) -> bool:
-    """Whether, in `at`'s block, every one of `operands` can be defined before `at` and every reader of
-    `later` comes after it. Operands made after `at` by loads of constants (a checkpoint's weights,
-    loaded where each is used) are moved before it."""
+def _call_fits_at(at: ir.Operation, operands: list[ir.Value], later: list[ir.Value]) -> bool:
+    """Whether a call placed before `at` (in its block) can take `operands` and make the values whose
+    readers `later` lists: every operand defined before `at`, every reader after it. Operands made
+    after `at` by loads of constants (a checkpoint's weights, loaded where each is used) are moved
+    before it where the call fits."""
     position = {op: index for index, op in enumerate(op.operation for op in at.block.operations)}
     here = position[at]
     moved: list[ir.Operation] = []
