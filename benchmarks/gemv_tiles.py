@@ -59,7 +59,7 @@ def launch(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, layout: str, til
     b_sk, b_sn = (1, k) if layout == "nk" else (n, 1)
     grid = ((n + tiles.block_n - 1) // tiles.block_n,)
     kiln_gemv[grid](
-        x, w, None, None, out, M=m, N=n, K=k, B_SK=b_sk, B_SN=b_sn, EPILOGUE=None,
+        x, w, None, None, None, None, None, out, M=m, N=n, K=k, B_SK=b_sk, B_SN=b_sn, N1=0, N2=0, EPILOGUE=None,
         BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, num_warps=tiles.num_warps, num_stages=tiles.num_stages,
     )  # fmt: skip
 
