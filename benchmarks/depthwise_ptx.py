@@ -41,23 +41,6 @@ def _conv(n: int, c: int, size: int, kernel: int, stride: int):
     return Conv2d(n, c, size, size, c, kernel, kernel, (stride, stride), (pad, pad), (1, 1), "bf16", "bf16", layout="nhwc", groups=c)
 
 
-def _timed_us(fn) -> float:
-    """Median microseconds of `fn` over 50 calls (CUDA events), after 5."""
-    import torch
-
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(50):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3)
-    return sorted(times)[len(times) // 2]
-
-
 @click.group()
 def main() -> None:
     """Compile here, time there."""
@@ -99,6 +82,10 @@ def time_(compiled: Path, output: Path) -> None:
     import cupy as cp
     import torch
     import torch.nn.functional as F
+    from gemv_tiles import timed_us
+
+    def timed(fn) -> float:  # no L2 flush between calls, as its recorded runs were timed
+        return timed_us(fn, iterations=50, warmups=5, flush_l2=False)
 
     folder = Path(tempfile.mkdtemp())
     entries = json.loads(compiled.read_text())
@@ -113,7 +100,7 @@ def time_(compiled: Path, output: Path) -> None:
         y = torch.empty(want.shape[0], want.shape[2], want.shape[3], c, device="cuda", dtype=torch.bfloat16)
         moved = 2 * (x.numel() + y.numel())
         channels_last = x.contiguous(memory_format=torch.channels_last)
-        torch_us = _timed_us(lambda x=channels_last, w=w, s=stride, p=kernel // 2, g=c: F.conv2d(x, w, stride=s, padding=p, groups=g))
+        torch_us = timed(lambda x=channels_last, w=w, s=stride, p=kernel // 2, g=c: F.conv2d(x, w, stride=s, padding=p, groups=g))
         for entry in (e for e in entries if tuple(e["shape"]) == shape):
             path = folder / f"{entry['entry']}.ptx"
             path.write_text(entry["ptx"])
@@ -128,7 +115,7 @@ def time_(compiled: Path, output: Path) -> None:
             torch.cuda.synchronize()
             got = y.permute(0, 3, 1, 2).float()
             error = float((got - want).norm() / want.norm())
-            us = _timed_us(launch)
+            us = timed(launch)
             rows.append({"model": entry["model"], "shape": list(shape), "tiles": entry["tiles"], "default": entry["default"], "us": round(us, 2),
                          "tb_s": round(moved / us / 1e6, 2), "rel_l2": error, "torch_channels_last_us": round(torch_us, 2)})  # fmt: skip
             mark = " (default)" if entry["default"] else ""

@@ -64,14 +64,16 @@ def launch(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, layout: str, til
     )  # fmt: skip
 
 
-def timed_us(fn, iterations: int = 30) -> float:
-    """Median microseconds of `fn` (CUDA events), after a warm-up; the L2 flushed between calls by
-    reading 256 MiB, so each call reads its weight from memory as a decode step does."""
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    fn()
+def timed_us(fn, iterations: int = 30, warmups: int = 1, flush_l2: bool = True) -> float:
+    """Median microseconds of `fn` (CUDA events), after `warmups` calls; with `flush_l2` the L2 flushed
+    between calls by writing 256 MiB, so each call reads its weight from memory as a decode step does."""
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda") if flush_l2 else None
+    for _ in range(warmups):
+        fn()
     times = []
     for _ in range(iterations):
-        flush.zero_()
+        if flush is not None:
+            flush.zero_()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
