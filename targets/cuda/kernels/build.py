@@ -137,10 +137,11 @@ def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
 
 def _compile_product(mm: Matmul, tiles: Tiles, epilogue: Any) -> Kernel:
     b_sk, b_sn = (1, mm.k) if mm.b_layout == "nk" else (mm.n, 1)
-    pointers = ("a_ptr", "b_ptr", *(("bias_ptr",) if mm.bias else ()), *(("b2_ptr",) if mm.gated else ()), "c_ptr")
     if mm.stacked:  # each weight, then its bias
         weights = (("b_ptr", "bias_ptr"), ("b2_ptr", "bias2_ptr"), ("b3_ptr", "bias3_ptr"))[: len(mm.stacked)]
         pointers = ("a_ptr", *(name for pair in weights for name in (pair if mm.bias else pair[:1])), "c_ptr")
+    else:
+        pointers = ("a_ptr", "b_ptr", *(("bias_ptr",) if mm.bias else ()), *(("b2_ptr",) if mm.gated else ()), "c_ptr")
     if mm.m < SMALL_M:
         n1, n2 = (*mm.stacked, 0)[:2] if mm.stacked else (0, 0)
         constants = dict(

@@ -18,6 +18,8 @@ WIDE_HEAD_DIMS = tuple(range(144, 257, 16))
 def head_dim_taken(head_dim: int, dtype: str) -> bool:
     """Whether the attention kernels take heads of `head_dim` in `dtype` (MLIR's spelling)."""
     return head_dim in HEAD_DIMS or (dtype != "f32" and head_dim in WIDE_HEAD_DIMS)
+
+
 # Two matmuls of one input by two weights whose products only elementwise ops read together (SwiGLU's
 # gate and up) are one kernel only with fewer rows than this: kiln's GEMV (a decode step) then reads
 # both weights in one pass, the input row once (Llama-3.2-1B decode on the H200: 2.28 -> 2.20 ms a

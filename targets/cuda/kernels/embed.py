@@ -39,10 +39,10 @@ def executable(kernel: Kernel, name: str) -> str:
     """The `hal.executable.source` op named `name` holding `kernel`."""
     ptx = kernel.ptx.encode() + b"\0"  # the driver loads PTX as a NUL-terminated string
     operands = len(kernel.contraction.operand_shapes())
-    written = operands - 1 if isinstance(kernel.contraction, CacheWrite) else operands  # its last operand is its result
+    read_only = operands - 1 if isinstance(kernel.contraction, CacheWrite) else operands  # its last operand is its result
     bindings = ",\n      ".join(
-        ['#hal.pipeline.binding<storage_buffer, "ReadOnly|Indirect">'] * written
-        + ["#hal.pipeline.binding<storage_buffer, Indirect>"] * (operands - written + len(results(kernel.contraction)))
+        ['#hal.pipeline.binding<storage_buffer, "ReadOnly|Indirect">'] * read_only
+        + ["#hal.pipeline.binding<storage_buffer, Indirect>"] * (operands - read_only + len(results(kernel.contraction)))
     )
     x, y, z = kernel.grid
     return f"""  hal.executable.source private @{name} <{{objects = #hal.executable.objects<{{
@@ -64,6 +64,8 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
     """`func.func private @name` with `signature`, computing `described` (the contraction as the
     function receives it: NCHW, B as W[N, K] or B[K, N]; attention in the layouts the kernel reads) by
     dispatching `kernel`."""
+    if isinstance(kernel.contraction, CacheWrite):
+        return _in_place(kernel, name, executable_name, signature)
     body = _Body()
     args = [f"%arg{index}" for index in range(len(signature.operands))]
     contraction = kernel.contraction
@@ -81,8 +83,6 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
             operands[index] = body.permute(operands[index], signature.operands[index], [1, 0])
     if isinstance(contraction, Attention) and contraction.mask == "bool":  # the kernel reads bytes
         operands[3] = body.to_int8(operands[3], signature.operands[3])
-    if isinstance(contraction, CacheWrite):
-        return _in_place(kernel, name, executable_name, signature)
     written = results(contraction)
     dtypes = contraction.operand_dtypes()
     types = [_tensor(shape, dtype) for shape, dtype in zip(shapes, dtypes, strict=True)]

@@ -76,8 +76,10 @@ class Decision:
 
 
 def _layout(contraction: Contraction) -> str:
-    if isinstance(contraction, RowProgram | CacheWrite):
-        return "rows" if isinstance(contraction, RowProgram) else "bhsd"
+    if isinstance(contraction, RowProgram):
+        return "rows"
+    if isinstance(contraction, CacheWrite):
+        return "bhsd"
     return contraction.b_layout if isinstance(contraction, Matmul) else contraction.layout
 
 
