@@ -120,10 +120,11 @@ def compile_command(
     GPU targets (cross-compiling needs no GPU; running does):
       cuda          NVIDIA, PTX: sm_60 ... sm_89, sm_120. Hopper (sm_90: H100, H200) gets sm_90a
                     code with kiln's own kernels for matmuls (a GELU or other
-                    elementwise ops after them fused; SwiGLU's two in one GEMV when
-                    decoding), convolutions (batch norm and ReLU fused), depthwise
-                    convolutions, max pooling, attention, layer norms and softmax with
-                    the elementwise ops around them, and long elementwise chains;
+                    elementwise ops after them fused; SwiGLU's two, and Q, K and V, in
+                    one GEMV when decoding), convolutions (batch norm and ReLU fused),
+                    depthwise convolutions, max pooling, attention, layer norms and
+                    softmax with the elementwise ops around them, long elementwise
+                    chains, and --generate's KV-cache writes (in place);
                     other GPUs IREE 3.13 lacks (sm_100: B200) get sm_80, which their
                     driver JIT-compiles. Default: the local GPU, else sm_80.
       vulkan-spirv  Vulkan compute: ampere, ada, turing, sm_XX, rdna3, valhall, adreno, ...

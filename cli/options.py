@@ -200,7 +200,8 @@ def target_options(function: Callable[..., Any]) -> Callable[..., Any]:
                 "with AVX-512 (bf16 on AMX or AVX512-BF16, f32 on AVX-512F), softmax and layer norms (AVX-512F; "
                 "a layer norm with the elementwise op before it as one row program), built by the host's C compiler; cuda on "
                 "Hopper (sm_90a), matmuls, convolutions, depthwise convolutions, max pooling, attention, layer norms and "
-                "softmax with the elementwise ops around them, and long elementwise chains (Triton, from "
+                "softmax with the elementwise ops around them, long elementwise chains and --generate's KV-cache "
+                "writes (Triton, from "
                 "torchkiln[kernels]). off = IREE's "
                 "code for every contraction.",
             ),
