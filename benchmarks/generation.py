@@ -32,6 +32,8 @@ from typing import Any
 
 import click
 
+from kiln.runtime.manifest import QUANTIZE_SCHEMES
+
 ROOT = Path(__file__).resolve().parent.parent
 LLAMA = ROOT / "examples" / "llama"
 MODEL_FILES = {"3.2-1b": "llama3_1b.py", "3.1-8b": "llama3_8b.py"}
@@ -60,8 +62,10 @@ def main() -> None:
 @click.option("--max-seq-len", type=int, default=1024, show_default=True)
 @click.option("--batch", "batches", multiple=True, type=int, default=(1,), show_default=True)
 @click.option("--kernels", type=click.Choice(("on", "off")), default="on", show_default=True, help="kiln's own kernels (off: IREE's alone; the case's name says so).")
+@click.option("--quantize", type=click.Choice(QUANTIZE_SCHEMES), help="Weight-only quantization (kiln compile --quantize; the case's name says so).")
 def compile_command(
-    out: Path, sizes: tuple[str, ...], dtype: str, target: str, gpu_arch: str | None, cpu: str | None, max_seq_len: int, batches: tuple[int, ...], kernels: str
+    out: Path, sizes: tuple[str, ...], dtype: str, target: str, gpu_arch: str | None, cpu: str | None, max_seq_len: int, batches: tuple[int, ...], kernels: str,
+    quantize: str | None,
 ) -> None:
     """Compile each size (and batch) for generation from its checkpoint; keep the artifact, drop the weights."""
     import subprocess
@@ -77,9 +81,11 @@ def compile_command(
         if not checkpoint.is_dir():
             subprocess.run([sys.executable, str(LLAMA / "llama.py"), size, "--dtype", "bf16"], check=True)
         for batch in batches:
-            name = f"{size}-{dtype}-b{batch}" + ("-iree" if kernels == "off" else "")
+            name = f"{size}-{dtype}-b{batch}" + (f"-{quantize}" if quantize else "") + ("-iree" if kernels == "off" else "")
             options = CompileOptions(target=target, kernels=kernels, **({"gpu_arch": gpu_arch} if gpu_arch else {}), **({"cpu": cpu} if cpu else {}))
-            source = ModelSource(LLAMA / MODEL_FILES[size], precision=dtype if dtype != "f32" else None, generation=GenerationOptions(max_seq_len, batch))
+            source = ModelSource(
+                LLAMA / MODEL_FILES[size], precision=dtype if dtype != "f32" else None, generation=GenerationOptions(max_seq_len, batch), quantize=quantize
+            )
             start = time.perf_counter()
             result = compile_file(source, options, out / f"{name}.vmfb", progress=lambda line: print(line, flush=True))
             seconds = time.perf_counter() - start
@@ -89,7 +95,8 @@ def compile_command(
             result.path.unlink()
             shutil.rmtree(result.path.with_suffix(".stages"), ignore_errors=True)
             cases = [case for case in cases if case["name"] != name]
-            cases.append({"name": name, "size": size, "dtype": dtype, "batch": batch, "max_seq_len": max_seq_len, "target": target, "compile_s": round(seconds, 1)})
+            case = {"name": name, "size": size, "dtype": dtype, "batch": batch, "max_seq_len": max_seq_len, "target": target, "compile_s": round(seconds, 1)}
+            cases.append({**case, **({"quantize": quantize} if quantize else {})})
             print(f"{name}: compiled in {seconds:.0f} s", flush=True)
     (out / "cases.json").write_text(json.dumps(cases, indent=2) + "\n")
 
@@ -120,17 +127,17 @@ def time_command(bundle: Path, output: Path, only: tuple[str, ...], prompt_token
         try:
             dtype = getattr(torch, DTYPES[case["dtype"]])
             model = _model(case["size"], dtype, device)
-            row["weight_bytes"] = sum(p.numel() * p.element_size() for p in model.parameters())
             artifact = work_dir / f"{case['name']}.vmfb"
             shutil.copy(bundle / f"{case['name']}.json", artifact.with_suffix(".json"))
             with gzip.open(bundle / f"{case['name']}.vmfb.gz", "rb") as packed, artifact.open("wb") as plain:
                 shutil.copyfileobj(packed, plain)
-            _write_archive(model, artifact.with_suffix(".irpa"))
+            row["weight_bytes"] = _write_archive(model, artifact.with_suffix(".irpa"), case.get("quantize"))
             ids = torch.randint(0, model.config.vocab_size, (case["batch"], prompt_tokens), generator=torch.Generator().manual_seed(0)).to(device)
             module = kiln.load(artifact, verify_weights=False)
             if peers:  # first: a failing artifact must not cost the peers' numbers
                 eager_ids = _measured(row, "eager", _time_transformers(model, ids, new_tokens, case["max_seq_len"], None), report, output)
-                for mode in ("default", "reduce-overhead") if device == "cuda" else ("default",):
+                # a quantized case's peers run the bf16 model: its own bf16 case has their compiled times
+                for mode in () if "quantize" in case else ("default", "reduce-overhead") if device == "cuda" else ("default",):
                     _measured(row, f"compile-{mode}", _time_transformers(model, ids, new_tokens, case["max_seq_len"], mode), report, output)
             kiln_ids = _measured(row, "kiln", _time_kiln(module, ids, new_tokens), report, output)
             if profile and device == "cuda":
@@ -175,17 +182,27 @@ def _model(size: str, dtype: Any, device: str) -> Any:
     return model.to(device=device, dtype=dtype).eval()
 
 
-def _write_archive(model: Any, path: Path) -> None:
-    """The `.irpa` the compile wrote (and `compile` dropped): every parameter under its name."""
+def _write_archive(model: Any, path: Path, quantize: str | None) -> int:
+    """The `.irpa` the compile wrote (and `compile` dropped): every parameter under its name, the
+    Linear layers' weights quantized as `--quantize` did (compiler/quantize.py, on the device).
+    Returns its bytes: what a decode step reads (the bound's weight bytes)."""
+    import copy
+
     import torch
 
     from kiln.compiler.parameter_archive import ArchiveEntry, write_parameter_archive
+    from kiln.compiler.quantize import Scheme, quantize_module
+
+    if quantize is not None:
+        model = copy.deepcopy(model)
+        quantize_module(model, Scheme.parse(quantize))
 
     def writer(tensor: Any) -> Callable[[Any], None]:
         return lambda file: file.write(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
 
     entries = [ArchiveEntry(name, p.numel() * p.element_size(), writer(p)) for name, p in model.named_parameters()]
     write_parameter_archive(path, entries)
+    return sum(entry.nbytes for entry in entries)
 
 
 def _synchronize(device: Any) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from kiln.runtime.devices import CPU_DRIVER_CHOICES
-from kiln.runtime.manifest import PREFILL_CHUNK
+from kiln.runtime.manifest import PREFILL_CHUNK, QUANTIZE_SCHEMES
 from kiln.targets import TARGETS
 from kiln.targets.cuda.target import CONV_PRECISIONS, MATMUL_PRECISIONS
 from kiln.targets.resolve import CPU_ATTENTION_CHOICES, HANDOFFS, KERNEL_CHOICES
@@ -51,6 +51,7 @@ def model_options(required: bool = True) -> Callable[[Callable[..., Any]], Calla
             max_seq_len: int | None,
             batch: int,
             prefill_chunk: int,
+            quantize: str | None,
             **kwargs: Any,
         ) -> Any:
             from kiln.compiler.model_file import GenerationOptions, ModelSource
@@ -62,7 +63,7 @@ def model_options(required: bool = True) -> Callable[[Callable[..., Any]], Calla
             generation = GenerationOptions(max_seq_len, batch, prefill_chunk) if generate and max_seq_len is not None else None
             source = None
             if model_file is not None:
-                source = ModelSource(model_file, model_name, inputs_name, dynamic_dims, precision, generation)
+                source = ModelSource(model_file, model_name, inputs_name, dynamic_dims, precision, generation, quantize)
             return function(*args, source=source, **kwargs)
 
         return _add(
@@ -76,6 +77,13 @@ def model_options(required: bool = True) -> Callable[[Callable[..., Any]], Calla
                     "precision",
                     type=click.Choice(PRECISIONS),
                     help="Compile an f32 model in this precision: weights and float inputs are converted first.",
+                ),
+                click.option(
+                    "--quantize",
+                    type=click.Choice(QUANTIZE_SCHEMES),
+                    help="Weight-only quantization of the nn.Linear layers (after --dtype): int8 (a scale per output "
+                    "channel) or int4 (a scale per 128 inputs; int4-g32/-g64/-g128 choose). Activations keep their dtype; "
+                    "kiln's GEMV kernel (cuda, decode) reads the quantized bytes.",
                 ),
                 click.option(
                     "--generate",

@@ -21,7 +21,7 @@ import json
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -29,6 +29,8 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
 from kiln.errors import KilnError
+
+from .quantize import Derived, derived_chunks
 
 STAGE = "load"
 READ_CHUNK_BYTES = 16 << 20  # what one read holds in memory, however large the tensor
@@ -175,6 +177,13 @@ class SafetensorsCheckpoint:
         for chunk in _read_chunks(stored):
             file.write(_as_bytes(chunk if dtype == stored.dtype else chunk.to(dtype)))
 
+    def rows(self, name: str) -> Iterator[torch.Tensor]:
+        """Tensor `name` (2-D) as it is stored, a slice of whole rows at a time."""
+        stored = self._stored[name]
+        width = stored.shape[-1] if stored.shape else 1
+        for chunk in _read_chunks(stored, multiple=width):
+            yield chunk.view(-1, width)
+
     def tensor(self, name: str) -> torch.Tensor:
         stored = self._stored[name]
         if stored.nbytes == 0:
@@ -221,16 +230,33 @@ class BoundWeights:
     source: WeightSource
     stored_names: dict[str, str]  # model name -> the source's name
     expected: dict[str, tuple[tuple[int, ...], torch.dtype]]  # the source's name -> shape, dtype
+    # --quantize: model name of a quantized tensor -> how it is made from a float weight (quantize.py)
+    derived: dict[str, Derived] = field(default_factory=dict)
+
+    def with_derived(self, derived: dict[str, Derived]) -> BoundWeights:
+        return replace(self, derived={**self.derived, **derived})
 
     def write(self, name: str, dtype: torch.dtype, file: BinaryIO) -> None:
         """Write the model's tensor `name` into `file` as `dtype`: from safetensors a slice at a time
-        (checked when bound), from a hook whole (checked here)."""
-        if isinstance(self.source, SafetensorsCheckpoint):
+        (checked when bound), from a hook whole (checked here). A quantized tensor is made from its
+        weight's rows a slice at a time too."""
+        if name in self.derived:
+            for chunk in derived_chunks(self._rows(self.derived[name].weight), self.derived[name]):
+                file.write(_as_bytes(chunk))
+        elif isinstance(self.source, SafetensorsCheckpoint):
             self.source.write(self.stored_names[name], dtype, file)
         else:
             file.write(_as_bytes(self.tensor(name, dtype)))
 
+    def _rows(self, name: str) -> Iterator[torch.Tensor]:
+        if isinstance(self.source, SafetensorsCheckpoint):
+            yield from self.source.rows(self.stored_names[name])
+        else:
+            yield self.tensor(name, self.expected[self.stored_names[name]][1])
+
     def tensor(self, name: str, dtype: torch.dtype) -> torch.Tensor:
+        if name in self.derived:
+            return torch.cat(list(derived_chunks(self._rows(self.derived[name].weight), self.derived[name])))
         stored = self.stored_names[name]
         tensor = self.source.tensor(stored)
         self._check(stored, tensor)
@@ -243,7 +269,7 @@ class BoundWeights:
             for table in (owner._parameters, owner._buffers):
                 for key, tensor in table.items():
                     name = f"{prefix}.{key}" if prefix else key
-                    if tensor is None or tensor.device.type != "meta" or name not in self.stored_names:
+                    if tensor is None or tensor.device.type != "meta" or name not in (*self.stored_names, *self.derived):
                         continue
                     if id(tensor) not in loaded:
                         value = self.tensor(name, tensor.dtype)
@@ -375,10 +401,11 @@ def _read_header(file: Path) -> dict[str, StoredTensor]:
     return tensors
 
 
-def _read_chunks(stored: StoredTensor) -> Iterator[torch.Tensor]:
-    """The tensor's elements, flat, in pieces of at most READ_CHUNK_BYTES, all read into one buffer:
-    each piece is valid until the next is asked for."""
-    element = torch.empty((), dtype=stored.dtype).element_size()
+def _read_chunks(stored: StoredTensor, multiple: int = 1) -> Iterator[torch.Tensor]:
+    """The tensor's elements, flat, in pieces of at most READ_CHUNK_BYTES (or of `multiple` elements,
+    if more) and a multiple of `multiple` elements, all read into one buffer: each piece is valid until
+    the next is asked for."""
+    element = torch.empty((), dtype=stored.dtype).element_size() * multiple
     chunk_bytes = max(element, READ_CHUNK_BYTES // element * element)
     buffer = bytearray(min(chunk_bytes, stored.nbytes))
     with open(stored.file, "rb", buffering=0) as handle:

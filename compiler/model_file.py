@@ -74,6 +74,7 @@ class ModelSpec:
     weights: BoundWeights | None = None  # where the meta tensors' weights are, for a model built without them
     generation: GenerationSpec | None = None  # --generate: the entry points are prefill and decode (generation.py)
     tokenizer: str | None = None  # the file's `tokenizer`: a name or path for transformers' AutoTokenizer
+    quantized: str | None = None  # --quantize: the scheme of the Linear layers' weights (quantize.py)
 
     @property
     def module(self) -> torch.nn.Module:
@@ -117,16 +118,18 @@ class ModelSource:
     dynamic_dims: tuple[str, ...] = ()  # --dynamic-dim INPUT:AXIS
     precision: str | None = None  # --dtype
     generation: GenerationOptions | None = None  # --generate --max-seq-len N --batch B --prefill-chunk C
+    quantize: str | None = None  # --quantize: int8 or int4[-gG], the Linear layers' weights
 
     def load(self) -> ModelSpec:
         """The model as kiln captures it."""
         from .generation import for_generation  # they convert a ModelSpec, defined here
         from .precision import convert_precision
+        from .quantize import quantize_model
 
         spec = mark_dynamic(load_model_file(self.path, self.model_name, self.inputs_name), self.dynamic_dims)
         if self.generation is not None:
             spec = for_generation(spec, self.generation)
-        return convert_precision(spec, self.precision)
+        return quantize_model(convert_precision(spec, self.precision), self.quantize)
 
     def args(self) -> list[str]:
         """These options on a command line."""
@@ -140,6 +143,7 @@ class ModelSource:
             generation = self.generation
             args += ["--generate", "--max-seq-len", str(generation.max_seq_len), "--batch", str(generation.batch)]
             args += ["--prefill-chunk", str(generation.prefill_chunk)]
+        args += ["--quantize", self.quantize] if self.quantize else []
         return args
 
 

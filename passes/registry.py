@@ -31,7 +31,7 @@ STAGE = "pipeline"  # the stage that errors about passes and pipelines name
 NOT_PASSES = frozenset(
     {
         "pass_api", "torch_ir", "torch_build", "primitives", "fusion_report", "upstream", "registry", "pipelines",
-        "strided_views", "row_steps", "matmul_epilogue",
+        "strided_views", "row_steps", "matmul_epilogue", "quantized_weights",
     }
 )
 

@@ -82,6 +82,7 @@ class FunctionSpec:
 # shape, which kiln's kernels need (with the prompt's length dynamic, IREE's own code took 845 ms for
 # 128 tokens of Llama-3.2-1B on the H200, eager 14 ms); a longer prompt goes in chunks, a shorter one padded.
 PREFILL_CHUNK = 128
+QUANTIZE_SCHEMES = ("int8", "int4", "int4-g32", "int4-g64", "int4-g128")  # --quantize's names (int4 is int4-g128)
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,7 @@ class Manifest:
     versions: dict[str, str]
     source: dict[str, str] = field(default_factory=dict)  # {"path": ..., "sha256": ...}
     precision: str | None = None  # "bf16"/"f16" when compiled from an f32 model with --dtype
+    quantized: str | None = None  # --quantize: the Linear layers' weights, "int8" or "int4-g<group>"
     parameters: dict[str, int] | None = None  # external weights {"count", "bytes"}, in <stem>.irpa
     # One entry per contraction a kiln kernel could compute (llvm-cpu: bf16; cuda on Hopper: those the
     # compiler outlined): which code computes it ("kiln": kernel, tiles, layout, precision; or "iree")
@@ -258,6 +260,8 @@ def check_manifest_json(data: Any) -> None:
         _text(flag, f"iree_flags[{index}]", printable=False)
     if data.get("precision") is not None:
         _text(data["precision"], "precision")
+    if data.get("quantized") is not None:
+        _text(data["quantized"], "quantized")
     if data.get("parameters") is not None:
         parameters = _mapping(data["parameters"], "parameters")
         for key in ("count", "bytes"):

@@ -37,6 +37,7 @@ class Program:
     precision: str | None  # "bf16"/"f16" when kiln converted an f32 model
     parameters: Parameters | None  # weights lifted out of the IR, when externalized
     generation: GenerationSpec | None = None  # --generate: the functions are prefill and decode
+    quantized: str | None = None  # --quantize: the Linear layers' weight scheme (compiler/quantize.py)
 
     def __str__(self) -> str:
         """The dump text. Weights over DUMP_RESOURCE_LIMIT are elided: a dump stays readable and small

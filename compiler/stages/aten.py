@@ -59,10 +59,11 @@ def run(exported: Exported, context: StageContext) -> Program:
         "functions": [asdict(function) for function in functions],
         "precision": context.spec.precision,
         "generation": asdict(generation) if generation is not None else None,
+        "quantized": context.spec.quantized,
     }
     with module.context:
         module.operation.attributes[CALLING_CONVENTION] = ir.StringAttr.get(json.dumps(convention))
-    return Program(module, functions, context.spec.precision, parameters, generation)
+    return Program(module, functions, context.spec.precision, parameters, generation, context.spec.quantized)
 
 
 def _function_spec(name: str, signature: Signature, carried: dict[str, str]) -> FunctionSpec:
@@ -94,4 +95,5 @@ def program_from_dump(module: ir.Module, path: Path) -> Program:
     convention = json.loads(ir.StringAttr(attribute).value)
     functions = tuple(function_spec(function) for function in convention["functions"])
     generation = convention.get("generation")
-    return Program(module, functions, convention.get("precision"), None, generation_spec(generation) if generation else None)
+    generation_value = generation_spec(generation) if generation else None
+    return Program(module, functions, convention.get("precision"), None, generation_value, convention.get("quantized"))

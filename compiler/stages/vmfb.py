@@ -78,6 +78,7 @@ def run(program: Program, context: StageContext) -> Compiled:
         versions=versions(),
         source=_source_of(context),
         precision=program.precision,
+        quantized=program.quantized,
         parameters=_parameter_summary(program),
         kernels=build.kernels.records() if build.kernels_used else (),
         cpu_features=build.kernels.features if build.kernels_used else (),

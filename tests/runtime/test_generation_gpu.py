@@ -3,7 +3,9 @@
 tests/test_generation.py checks the same on the CPU in every run. Here the artifacts run on a GPU, and
 each check names the first function and step that goes wrong, so a failure on the device machine says
 where to look. The models are tiny Llamas (f32, so greedy ids must equal eager's), with kiln's kernels,
-without them, and without kiln's run-time index checks either.
+without them, and without kiln's run-time index checks either; and with `--quantize` int8 and int4
+weights on kiln's quantized GEMV, against the same quantized model in eager (whose f32 dequantized
+weights are the kernel's).
 
 A GPU machine without the compiler runs them from artifacts compiled here, with the eager reference
 beside them:
@@ -41,16 +43,22 @@ PROMPT = 9
 NEW = 24
 # kiln's kernels on; off; off and without kiln's run-time index checks (their asserts read a flag back
 # to the host in the middle of a call: decode has four, where the H200 run failed)
-VARIANTS = ("kernels", "iree", "iree-unchecked")
+# kiln's kernels with the Linear layers' weights quantized (--quantize)
+QUANTIZED = {"kernels-int8": "int8", "kernels-int4": "int4-g32"}
+VARIANTS = ("kernels", "iree", "iree-unchecked", *QUANTIZED)
 
 
-def reference() -> dict[str, torch.Tensor]:
+def reference(quantize: str | None = None) -> dict[str, torch.Tensor]:
     """The tiny Llama's prompt, and eager f32's logits at each step and greedy ids."""
     sys.path.insert(0, str(LLAMA))
     from llama import build_causal_lm
 
+    from kiln.compiler.quantize import Scheme, quantize_module
+
     torch.manual_seed(0)
     model = build_causal_lm("tiny", VOCAB)
+    if quantize is not None:
+        quantize_module(model, Scheme.parse(quantize))
     ids = torch.randint(0, VOCAB, (1, PROMPT), generator=torch.Generator().manual_seed(1))
     sequence = model.generate(ids, max_new_tokens=NEW, do_sample=False)
     with torch.no_grad():
@@ -71,9 +79,15 @@ def compile_artifacts(out: Path, gpu_arch: str) -> None:
     )
     for variant in VARIANTS:
         unchecked = ("check-index-inputs",) if variant.endswith("unchecked") else ()
-        options = CompileOptions(target="cuda", gpu_arch=gpu_arch, kernels="on" if variant == "kernels" else "off", disable_passes=unchecked)
-        compile_file(ModelSource(model_file, generation=GenerationOptions(MAX_SEQ_LEN)), options, out / f"{variant}.vmfb")
-    torch.save(reference(), out / "reference.pt")
+        options = CompileOptions(target="cuda", gpu_arch=gpu_arch, kernels="off" if variant.startswith("iree") else "on", disable_passes=unchecked)
+        source = ModelSource(model_file, generation=GenerationOptions(MAX_SEQ_LEN), quantize=QUANTIZED.get(variant))
+        compile_file(source, options, out / f"{variant}.vmfb")
+    for quantize in (None, *QUANTIZED.values()):
+        torch.save(reference(quantize), out / _reference_file(quantize))
+
+
+def _reference_file(quantize: str | None) -> str:
+    return f"reference-{quantize}.pt" if quantize else "reference.pt"
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +105,7 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @gpu
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_each_step_is_eager(artifacts: Path, variant: str) -> None:
-    expected = torch.load(artifacts / "reference.pt")
+    expected = torch.load(artifacts / _reference_file(QUANTIZED.get(variant)))
     module = kiln.load(artifacts / f"{variant}.vmfb", device="cuda")
     ids = expected["ids"].cuda()
     step = "prefill"
@@ -113,7 +127,7 @@ def test_each_step_is_eager(artifacts: Path, variant: str) -> None:
 @gpu
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_generate_is_transformers(artifacts: Path, variant: str) -> None:
-    expected = torch.load(artifacts / "reference.pt")
+    expected = torch.load(artifacts / _reference_file(QUANTIZED.get(variant)))
     module = kiln.load(artifacts / f"{variant}.vmfb", device="cuda")
     for _ in range(2):  # a second generation over the first one's cache
         assert torch.equal(module.generate(expected["ids"].cuda(), NEW).cpu(), expected["sequence"])

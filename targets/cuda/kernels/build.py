@@ -35,6 +35,7 @@ CHECKED = {
     ("depthwise conv2d", "f32", "ieee"), ("depthwise conv2d", "bf16", ""), ("maxpool2d", "f32", ""), ("maxpool2d", "bf16", ""),
     ("attention", "f32", "tf32x3"), ("attention", "f32", "tf32"), ("attention", "bf16", ""),
     ("rows", "f32", ""), ("rows", "bf16", ""), ("cache write", "f32", ""), ("cache write", "bf16", ""),
+    ("quantized gemv", "f32", "tf32x3"), ("quantized gemv", "f32", "tf32"), ("quantized gemv", "bf16", ""),
 }  # fmt: skip
 MAX_ROW_WIDTH = 16384  # a row program holds whole rows in registers: wider ones would spill
 
@@ -84,6 +85,8 @@ def check(contraction: Contraction) -> None:
         raise Unsupported(f"rows of {contraction.width}: the row kernel holds at most {MAX_ROW_WIDTH} columns in registers")
     if isinstance(contraction, Matmul) and (contraction.gated or contraction.stacked) and not gated_outlined(contraction.m):
         raise Unsupported(f"several weights with {contraction.m} rows: only the GEMV kernel takes more than one")
+    if isinstance(contraction, Matmul) and contraction.quantized and (contraction.m >= SMALL_M or contraction.b_layout != "nk"):
+        raise Unsupported(f"quantized weights with {contraction.m} rows: only the GEMV kernel reads them")
     if isinstance(contraction, Matmul) and len(contraction.stacked) > MAX_STACKED:
         raise Unsupported(f"{len(contraction.stacked)} stacked weights: the GEMV kernel takes {MAX_STACKED}")
     if isinstance(contraction, Attention) and not head_dim_taken(contraction.head_dim, contraction.dtype):
@@ -92,7 +95,7 @@ def check(contraction: Contraction) -> None:
 
 def _kind(contraction: Contraction) -> str:
     if isinstance(contraction, Matmul):
-        return "gemv" if contraction.m < SMALL_M else "mm"
+        return ("quantized gemv" if contraction.quantized else "gemv") if contraction.m < SMALL_M else "mm"
     if isinstance(contraction, Conv2d):
         return "depthwise conv2d" if contraction.depthwise else "conv2d"
     if isinstance(contraction, RowProgram):
@@ -137,18 +140,27 @@ def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:
 
 def _compile_product(mm: Matmul, tiles: Tiles, epilogue: Any) -> Kernel:
     b_sk, b_sn = (1, mm.k) if mm.b_layout == "nk" else (mm.n, 1)
-    if mm.stacked:  # each weight, then its bias
-        weights = (("b_ptr", "bias_ptr"), ("b2_ptr", "bias2_ptr"), ("b3_ptr", "bias3_ptr"))[: len(mm.stacked)]
-        pointers = ("a_ptr", *(name for pair in weights for name in (pair if mm.bias else pair[:1])), "c_ptr")
+    # each weight's pointers: its values (and scales where quantized), then its bias
+    weights = (("b_ptr", "s_ptr", "bias_ptr"), ("b2_ptr", "s2_ptr", "bias2_ptr"), ("b3_ptr", "s3_ptr", "bias3_ptr"))
+    weights = tuple(tuple(name for name in names if mm.quantized or not name.startswith("s")) for names in weights)
+    if mm.stacked:
+        pointers = ("a_ptr", *(name for names in weights[: len(mm.stacked)] for name in (names if mm.bias else names[:-1])), "c_ptr")
     else:
-        pointers = ("a_ptr", "b_ptr", *(("bias_ptr",) if mm.bias else ()), *(("b2_ptr",) if mm.gated else ()), "c_ptr")
+        pointers = ("a_ptr", *weights[0][:-1], *(("bias_ptr",) if mm.bias else ()), *(weights[1][:-1] if mm.gated else ()), "c_ptr")
+    n1, n2 = (*mm.stacked, 0)[:2] if mm.stacked else (0, 0)
+    programs = sum(math.ceil(n / tiles.block_n) for n in mm.stacked or (mm.n,))
+    if mm.quantized:
+        bits, group = mm.quantized
+        constants = dict(
+            M=mm.m, N=mm.n, K=mm.k, N1=n1, N2=n2, BITS=bits, GROUP=group,
+            BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, EPILOGUE=epilogue,
+        )  # fmt: skip
+        return _compile(_fixed("kiln_gemv_quantized"), pointers, constants, mm, tiles, (programs, 1, 1), "kiln_gemv")
     if mm.m < SMALL_M:
-        n1, n2 = (*mm.stacked, 0)[:2] if mm.stacked else (0, 0)
         constants = dict(
             M=mm.m, N=mm.n, K=mm.k, B_SK=b_sk, B_SN=b_sn, N1=n1, N2=n2,
             BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, EPILOGUE=epilogue,
         )  # fmt: skip
-        programs = sum(math.ceil(n / tiles.block_n) for n in mm.stacked or (mm.n,))
         return _compile(_fixed("kiln_gemv"), pointers, constants, mm, tiles, (programs, 1, 1), "kiln_gemv")
     constants = dict(
         M=mm.m, N=mm.n, K=mm.k,
@@ -328,7 +340,7 @@ def _compile(
     dtypes = (*contraction.operand_dtypes(), *(dtype for _, dtype in results(contraction)))
     signature = {name: f"*{_TRITON_TYPES[dtype]}" for name, dtype in zip(pointers, dtypes, strict=True)}
     constexprs = dict(constants)
-    optional = ("bias_ptr", "b2_ptr", "bias2_ptr", "b3_ptr", "bias3_ptr", "mask_ptr", "scale_ptr", "shift_ptr", "w_ptr")
+    optional = ("bias_ptr", "b2_ptr", "bias2_ptr", "b3_ptr", "bias3_ptr", "s_ptr", "s2_ptr", "s3_ptr", "mask_ptr", "scale_ptr", "shift_ptr", "w_ptr")
     for name in optional:  # an operand the kernel is not given compiles away
         if name in fn.arg_names and name not in pointers:
             constexprs[name] = None

@@ -51,18 +51,44 @@ class Matmul:
     # projections, up to contract.MAX_STACKED): n is their sum, C their products side by side, each
     # weight followed by its bias where `bias`.
     stacked: tuple[int, ...] = ()
+    # (bits, group) where each W is given as --quantize made it (the GEMV only; compiler/quantize.py):
+    # int8 values [n, K] and f32 scales [n, 1] (bits 8, group 0), or int4 two a byte, input j and
+    # j + K/2 in byte j's low and high nibbles, [n, K/2], with f32 scales [n, K/group] (bits 4)
+    quantized: tuple[int, ...] = ()
+
+    def operands(self) -> tuple[tuple[tuple[int, ...], str], ...]:
+        """(shape, dtype) of each operand: A, then each weight (its values and scales where quantized)
+        and its bias, then a second weight."""
+        bias = [((self.n,), self.dtype)] if self.bias else []
+        if self.stacked:
+            each = [(self._weight(n), [((n,), self.dtype)] if self.bias else []) for n in self.stacked]
+            return (((self.m, self.k), self.dtype), *(operand for weight, own in each for operand in (*weight, *own)))
+        weight = self._weight(self.n)
+        return (((self.m, self.k), self.dtype), *weight, *bias, *(weight if self.gated else []))
+
+    def _weight(self, n: int) -> list[tuple[tuple[int, ...], str]]:
+        if not self.quantized:
+            return [((n, self.k) if self.b_layout == "nk" else (self.k, self.n), self.dtype)]
+        bits, group = self.quantized
+        values = (n, self.k if bits == 8 else self.k // 2)
+        return [(values, "i8"), ((n, self.k // group if group else 1), "f32")]
 
     def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
-        if self.stacked:
-            return ((self.m, self.k), *(shape for n in self.stacked for shape in ((n, self.k), *([(n,)] if self.bias else []))))
-        b = (self.n, self.k) if self.b_layout == "nk" else (self.k, self.n)
-        return ((self.m, self.k), b, *([(self.n,)] if self.bias else []), *([b] if self.gated else []))
+        return tuple(shape for shape, _ in self.operands())
 
     def result_shape(self) -> tuple[int, ...]:
         return (self.m, self.n)
 
     def operand_dtypes(self) -> tuple[str, ...]:
-        return (self.dtype,) * len(self.operand_shapes())
+        return tuple(dtype for _, dtype in self.operands())
+
+    @property
+    def scheme(self) -> str:
+        """The quantized weights' label part: `-int8`, `-int4g128`; empty for plain weights."""
+        if not self.quantized:
+            return ""
+        bits, group = self.quantized
+        return f"-int{bits}" + (f"g{group}" if group else "")
 
     @property
     def flops(self) -> int:
@@ -81,7 +107,7 @@ class Matmul:
         gated = "-gated" if self.gated else ""
         stacked = f"-stack{'+'.join(map(str, self.stacked))}" if self.stacked else ""
         epilogue = f"-ep{_digest([self.epilogue, self.product_dtype])}" if self.epilogue else ""
-        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-{self.b_layout}{bias}{gated}{stacked}{epilogue}{out}"
+        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-{self.b_layout}{self.scheme}{bias}{gated}{stacked}{epilogue}{out}"
 
     @property
     def shape_key(self) -> str:
@@ -90,7 +116,7 @@ class Matmul:
         weight doubles what a tile holds; stacked weights are their own shape)."""
         precision = f"-{self.precision}" if self.dtype == "f32" else ""
         several = "-gated" if self.gated else "-stacked" if self.stacked else ""
-        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-nk{several}"
+        return f"mm{self.m}x{self.n}x{self.k}-{self.dtype}{precision}-nk{self.scheme}{several}"
 
 
 class _Window:
@@ -496,6 +522,7 @@ def from_description(description: Mapping[str, Any]) -> Contraction:
     if kind == "mm":
         fields["epilogue"] = tuple(tuple(step) for step in fields.get("epilogue", ()))
         fields["stacked"] = tuple(fields.get("stacked", ()))
+        fields["quantized"] = tuple(fields.get("quantized", ()))
         return Matmul(**fields)
     if kind == "conv2d":
         for name in ("stride", "padding", "dilation", "epilogue", "clamp"):

@@ -185,9 +185,24 @@ def gemv_tiles(mm: Matmul) -> Tiles:
     fitted on (Qwen2.5-0.5B, Phi-3-mini, GPT-2) 1.10x on average, 1.26x at worst, and 0.94x of cuBLAS's
     time (F.linear) on average. The choice by program count it replaced was 1.16x and 1.96x there."""
     block_m = 1 << (mm.m - 1).bit_length()
-    block_k = min(2048, 1 << (mm.k - 1).bit_length())
     weights = 2 if mm.gated else 1  # two weights (SwiGLU's gate and up): as many elements a step, half the outputs
+    if mm.quantized and mm.quantized[0] == 4:
+        return _int4_gemv_tiles(mm, block_m, weights)
+    block_k = min(2048, 1 << (mm.k - 1).bit_length())
     return Tiles(block_m, max(1, 8192 // block_m // block_k // weights), block_k, 4, 1)
+
+
+def _int4_gemv_tiles(mm: Matmul, block_m: int, weights: int) -> Tiles:
+    """kiln_gemv_quantized's int4 configuration (not measured yet; the bf16 rule's reasoning): a step
+    reads `block_k` bytes of each row, up to 8 groups that divide half a row, and `block_n` rows so
+    that a step reads 16 KiB (bf16's 8,192 elements) while the f32 products of a group (block_m x
+    block_n x group) stay within 8,192."""
+    group = mm.quantized[1]
+    per_half = mm.k // 2 // group
+    groups = max(count for count in (1, 2, 4, 8) if per_half % count == 0)
+    block_k = group * groups
+    block_n = min(16384 // block_m // block_k, 8192 // block_m // group) // weights
+    return Tiles(block_m, max(1, block_n), block_k, 4, 1)
 
 
 # kiln_matmul's 16-bit configurations, largest first (block_k 64: a wgmma's K for bf16 is 16, four a step)

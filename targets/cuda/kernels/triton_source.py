@@ -1,7 +1,8 @@
 """kiln's GPU contraction kernels, in triton.language.
 
 `kiln_matmul`: C = A @ B with B read through strides (W[N, K] or B[K, N]), f32 accumulation, K loop
-pipelined; `kiln_gemv`, the same product for a few rows, without tensor cores. `kiln_conv2d`: a convolution as an implicit GEMM (rows are output pixels, columns output
+pipelined; `kiln_gemv`, the same product for a few rows, without tensor cores, and
+`kiln_gemv_quantized`, over int8 or int4 weights (`--quantize`). `kiln_conv2d`: a convolution as an implicit GEMM (rows are output pixels, columns output
 channels, the reduction runs over filter taps and channels), for any stride, padding and dilation and
 any activation/weight layout (strides again). `kiln_depthwise_conv2d`: a depthwise convolution as a
 stencil of f32 FMAs over a tile of pixels by channels, or without weights a max pooling. `kiln_attention`: flash attention's forward pass
@@ -86,6 +87,32 @@ def kiln_matmul(
 
 
 @triton.jit
+def _stacked_part(block, N: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BLOCK_N: tl.constexpr, THREE: tl.constexpr):
+    """A GEMV program's (block within its weight, which weight 0-2, that weight's width, its first
+    column in C): without stacked weights (N1 == 0), the one weight of N columns."""
+    if N1 == 0:
+        return block, 0, N, 0
+    tiles1 = (N1 + BLOCK_N - 1) // BLOCK_N
+    tiles2 = (N2 + BLOCK_N - 1) // BLOCK_N
+    part = tl.where(block >= tiles1, 1, 0)
+    if THREE:
+        part = tl.where(block >= tiles1 + tiles2, 2, part)
+    block -= tl.where(part >= 1, tiles1, 0) + tl.where(part == 2, tiles2, 0)
+    width = tl.where(part == 0, N1, tl.where(part == 1, N2, N - N1 - N2))
+    first = tl.where(part == 0, 0, tl.where(part == 1, N1, N1 + N2))
+    return block, part, width, first
+
+
+@triton.jit
+def _pick(part, first, second, third):
+    """One of the stacked weights' pointers (third None: two weights)."""
+    chosen = tl.where(part == 1, second, first)
+    if third is not None:
+        chosen = tl.where(part == 2, third, chosen)
+    return chosen
+
+
+@triton.jit
 def kiln_gemv(
     a_ptr, b_ptr, bias_ptr, b2_ptr, bias2_ptr, b3_ptr, bias3_ptr, c_ptr,
     M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
@@ -104,25 +131,9 @@ def kiln_gemv(
     rows, b2_ptr's N2 and b3_ptr's rest (with their biases), and C their N columns side by side. Each
     program computes BLOCK_N columns of one weight (the programs of each weight in turn), so that
     three small products are one dispatch."""
-    block = tl.program_id(0)
-    w_ptr, w_bias, width, first = b_ptr, bias_ptr, N, 0
-    if N1 > 0:
-        tiles1 = (N1 + BLOCK_N - 1) // BLOCK_N
-        later = block >= tiles1
-        w_ptr = tl.where(later, b2_ptr, b_ptr)
-        if bias_ptr is not None:
-            w_bias = tl.where(later, bias2_ptr, bias_ptr)
-        block -= tl.where(later, tiles1, 0)
-        width = tl.where(later, N2, N1)
-        first = tl.where(later, N1, 0)
-        if b3_ptr is not None:
-            later = later & (block >= (N2 + BLOCK_N - 1) // BLOCK_N)  # past the second weight's programs too
-            w_ptr = tl.where(later, b3_ptr, w_ptr)
-            if bias_ptr is not None:
-                w_bias = tl.where(later, bias3_ptr, w_bias)
-            block -= tl.where(later, (N2 + BLOCK_N - 1) // BLOCK_N, 0)
-            width = tl.where(later, N - N1 - N2, width)
-            first = tl.where(later, N1 + N2, first)
+    block, part, width, first = _stacked_part(tl.program_id(0), N, N1, N2, BLOCK_N, b3_ptr is not None)
+    w_ptr = _pick(part, b_ptr, b2_ptr, b3_ptr) if N1 > 0 else b_ptr
+    w_bias = _pick(part, bias_ptr, bias2_ptr, bias3_ptr) if N1 > 0 and bias_ptr is not None else bias_ptr
     cols = block * BLOCK_N + tl.arange(0, BLOCK_N)
     rows = tl.arange(0, BLOCK_M)
     ks = tl.arange(0, BLOCK_K)
@@ -158,6 +169,82 @@ def kiln_gemv(
         out = EPILOGUE(out, tl.sum(acc2, axis=2))
     c_tile = c_ptr + rows[:, None] * N + first + cols[None, :]
     tl.store(c_tile, out.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < width))
+
+
+@triton.jit
+def kiln_gemv_quantized(
+    a_ptr, b_ptr, s_ptr, bias_ptr, b2_ptr, s2_ptr, bias2_ptr, b3_ptr, s3_ptr, bias3_ptr, c_ptr,
+    M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr,
+    BITS: tl.constexpr, GROUP: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, EPILOGUE: tl.constexpr,
+):  # fmt: skip
+    """kiln_gemv over weights as `--quantize` stores them (compiler/quantize.py), dequantized in
+    registers, never in memory; scales f32, the weights' rows contiguous (W[N, K]).
+
+    BITS 8: int8 values [N, K], a scale per output column, applied to the f32 sum at the end.
+    BITS 4: byte j of a row holds input j (low nibble) and j + K/2 (high nibble), each plus 8, with a
+    scale per GROUP inputs: a step reads BLOCK_K bytes of each row (BLOCK_K a multiple of GROUP that
+    divides K/2), one group of each half at a time, and multiplies the row of A at both places.
+    Stacked weights and a second weight as kiln_gemv, each with its scales (s2_ptr, s3_ptr)."""
+    block, part, width, first = _stacked_part(tl.program_id(0), N, N1, N2, BLOCK_N, b3_ptr is not None)
+    w_ptr = _pick(part, b_ptr, b2_ptr, b3_ptr) if N1 > 0 else b_ptr
+    w_scale = _pick(part, s_ptr, s2_ptr, s3_ptr) if N1 > 0 else s_ptr
+    w_bias = _pick(part, bias_ptr, bias2_ptr, bias3_ptr) if N1 > 0 and bias_ptr is not None else bias_ptr
+    second: tl.constexpr = b2_ptr is not None and N1 == 0
+    cols = block * BLOCK_N + tl.arange(0, BLOCK_N)
+    rows = tl.arange(0, BLOCK_M)
+    safe_cols = tl.where(cols < width, cols, 0)
+    safe_rows = tl.where(rows < M, rows, 0)
+    if BITS == 8:
+        ks = tl.arange(0, BLOCK_K)
+        acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
+        acc2 = acc
+        for step in range(tl.cdiv(K, BLOCK_K)):
+            inside = ks[None, :] < K - step * BLOCK_K
+            at = step * BLOCK_K + ks[None, :]
+            a = tl.load(a_ptr + safe_rows[:, None] * K + at, mask=inside, other=0.0).to(tl.float32)
+            w = tl.load(w_ptr + safe_cols[:, None] * K + at, mask=inside, other=0)
+            acc += a[:, None, :] * w.to(tl.float32)[None, :, :]
+            if second:
+                w2 = tl.load(b2_ptr + safe_cols[:, None] * K + at, mask=inside, other=0)
+                acc2 += a[:, None, :] * w2.to(tl.float32)[None, :, :]
+        out = tl.sum(acc, axis=2) * tl.load(w_scale + safe_cols)[None, :]
+        out2 = tl.sum(acc2, axis=2) * tl.load(s2_ptr + safe_cols)[None, :] if second else out
+    else:
+        HALF: tl.constexpr = K // 2
+        GROUPS: tl.constexpr = K // GROUP  # scales a row
+        js = tl.arange(0, GROUP)
+        acc = tl.zeros((BLOCK_M, BLOCK_N, GROUP), dtype=tl.float32)
+        acc2 = acc
+        for step in range(HALF // BLOCK_K):
+            for g in tl.static_range(BLOCK_K // GROUP):
+                start = step * BLOCK_K + g * GROUP
+                at = start + js[None, :]
+                a_low = tl.load(a_ptr + safe_rows[:, None] * K + at).to(tl.float32)
+                a_high = tl.load(a_ptr + safe_rows[:, None] * K + HALF + at).to(tl.float32)
+                acc += _nibble_products(w_ptr, w_scale, safe_cols, at, start, a_low, a_high, HALF, GROUP, GROUPS)
+                if second:
+                    acc2 += _nibble_products(b2_ptr, s2_ptr, safe_cols, at, start, a_low, a_high, HALF, GROUP, GROUPS)
+        out = tl.sum(acc, axis=2)
+        out2 = tl.sum(acc2, axis=2)
+    if bias_ptr is not None:
+        out += tl.load(w_bias + safe_cols).to(tl.float32)[None, :]
+    if EPILOGUE is not None:
+        out = EPILOGUE(out, out2)
+    c_tile = c_ptr + rows[:, None] * N + first + cols[None, :]
+    tl.store(c_tile, out.to(c_ptr.dtype.element_ty), mask=(rows[:, None] < M) & (cols[None, :] < width))
+
+
+@triton.jit
+def _nibble_products(w_ptr, s_ptr, cols, at, start, a_low, a_high, HALF: tl.constexpr, GROUP: tl.constexpr, GROUPS: tl.constexpr):
+    """One group of each half of BLOCK_N int4 rows times A's rows there: [BLOCK_M, BLOCK_N, GROUP] f32.
+    A nibble q (stored q + 8) is q' * s - 8 s, one FMA from its f32 value q'."""
+    packed = tl.load(w_ptr + cols[:, None] * HALF + at)
+    s_low = tl.load(s_ptr + cols * GROUPS + start // GROUP)[:, None]
+    s_high = tl.load(s_ptr + cols * GROUPS + (HALF + start) // GROUP)[:, None]
+    low = (packed & 15).to(tl.float32) * s_low - 8.0 * s_low
+    high = ((packed >> 4) & 15).to(tl.float32) * s_high - 8.0 * s_high
+    return a_low[:, None, :] * low[None, :, :] + a_high[:, None, :] * high[None, :, :]
 
 
 @triton.jit

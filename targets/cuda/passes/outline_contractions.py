@@ -67,7 +67,7 @@ from kiln.passes.torch_build import constant_ints, static_type
 from kiln.passes.torch_ir import defining_op, is_none, number, producer, splat, tensor_type, user_op, vtensor
 
 from ..kernels.contract import ATTRIBUTE, KERNEL_DTYPES, MAX_STACKED, attention_outlined, gated_outlined
-from . import matmul_epilogue
+from . import matmul_epilogue, quantized_weights
 from .row_steps import replay
 from .strided_views import LAYOUT_OPS, StridedView, integer_arguments, strided_view
 
@@ -413,10 +413,14 @@ def _match_mm(op: ir.Operation, precision: str, second: ir.Operation | None = No
     if a_type.dtype != b_type.dtype or a_type.dtype not in KERNEL_DTYPES or len(a_type.shape) != 2:
         return None
     (m, k), n = a_type.shape, result.shape[1]
-    b2 = None
+    quantized = quantized_weights.match(b) if layout == "nk" and gated_outlined(m) else None
+    b2 = quantized2 = None
     if second is not None:
         b2, layout2, b2_upcast = _weight(second.operands[1])
         if layout2 != layout or b2_upcast != b_upcast or str(b2.type) != str(b.type) or str(second.results[0].type) != str(op.results[0].type):
+            return None
+        quantized2 = quantized_weights.match(b2) if quantized is not None else None
+        if quantized is not None and (quantized2 is None or quantized2.scheme != quantized.scheme):
             return None
         bias, bias_ops = None, []
     else:
@@ -447,18 +451,25 @@ def _match_mm(op: ir.Operation, precision: str, second: ir.Operation | None = No
         description.update(epilogue=[list(step) for step in elementwise.steps], product_dtype=static_type(product).dtype)  # type: ignore[union-attr]
     if second is not None:
         description["gated"] = True
+    if quantized is not None:
+        description["quantized"] = quantized.scheme
     mm_type = op.results[0].type
     cast = bias_ops[1] if len(bias_ops) == 2 else None
+    per_weight = 1 if quantized is None else 2  # the weight, or its values and scales
 
-    def matmul(build: Builder, lhs: ir.Value, weight: ir.Value) -> ir.Value:
+    def matmul(build: Builder, lhs: ir.Value, weight_args: list[ir.Value], source: quantized_weights.QuantizedWeight | None) -> ir.Value:
+        weight = weight_args[0]
+        if source is not None:  # dequantized again, from the function's arguments
+            weight = replay(list(source.ops), {source.values: weight_args[0], source.scales: weight_args[1]})[source.ops[-1].results[0]]
         rhs = build.upcast(weight) if upcast else weight
         return build.op("torch.aten.mm", [lhs, build.permute(rhs, [1, 0]) if layout == "nk" else rhs], mm_type)
 
     def with_bias(build: Builder, lhs: ir.Value, args: list[ir.Value]) -> ir.Value:
-        product = matmul(build, lhs, args[1])
+        product = matmul(build, lhs, args[1 : 1 + per_weight], quantized)
         if bias is None:
             return product
-        added = build.op("torch.aten.add.Tensor", [product, build.upcast(args[2]) if upcast else args[2], build.int_(1)], mm_type)
+        bias_arg = args[1 + per_weight]
+        added = build.op("torch.aten.add.Tensor", [product, build.upcast(bias_arg) if upcast else bias_arg, build.int_(1)], mm_type)
         if cast is None:
             return added
         code = number(cast.operands[1])
@@ -473,10 +484,12 @@ def _match_mm(op: ir.Operation, precision: str, second: ir.Operation | None = No
             return value
         mapping = {product: value}
         if second is not None:
-            mapping[second.results[0]] = matmul(build, lhs, args[-1])
+            mapping[second.results[0]] = matmul(build, lhs, args[-per_weight:], quantized2)
         return replay(elementwise.ops, mapping)[elementwise.ops[-1].results[0]]
 
-    return description, [a, b, *([bias] if bias is not None else []), *([b2] if b2 is not None else [])], body, epilogue
+    weights = [quantized.values, quantized.scales] if quantized is not None else [b]
+    weights2 = [quantized2.values, quantized2.scales] if quantized2 is not None else [b2] if b2 is not None else []
+    return description, [a, *weights, *([bias] if bias is not None else []), *weights2], body, epilogue
 
 
 def _bias_epilogue(op: ir.Operation, n: int, dtype: str) -> tuple[ir.Value | None, list[ir.Operation]]:
@@ -934,7 +947,7 @@ def description_attribute(description: dict[str, Any]) -> ir.Attribute:
 # What a replaced contraction read that may be left unused: erased with it, so no dead torch op stays
 # (MLIR does not see torch ops as trivially dead).
 ERASABLE = (
-    *LAYOUT_OPS, "torch.aten.to.dtype", "torch.aten.broadcast_to", "torch.aten.expand", "torch.vtensor.literal",
+    *LAYOUT_OPS, *quantized_weights.DEQUANTIZING, "torch.aten.to.dtype", "torch.aten.broadcast_to", "torch.aten.expand", "torch.vtensor.literal",
     "torch.prim.ListConstruct", "torch.constant.int", "torch.constant.float", "torch.constant.bool", "torch.constant.none",
 )  # fmt: skip
 
