@@ -8,10 +8,14 @@ the weight shapes of several decoders, next to torch's `F.linear`, and checks ea
 torch's in f32. Needs torch with CUDA and Triton:
 
     python3 benchmarks/gemv_tiles.py -o gemv-h200.json        # on the GPU machine
+    python3 benchmarks/gemv_tiles.py --quantize int4 --models llama-3.2-1b -o gemv-int4-h200.json
 
 prints one line per shape and configuration: microseconds, GB/s (the weight read once), rel. L2
 error; and per shape the fastest configuration and the one targets/cuda/kernels/tiles.py chooses.
 The shapes are grouped by model, so a heuristic fitted on some models is checked on the others.
+With `--quantize int8|int4` it times `kiln_gemv_quantized` over weights as `--quantize` stores them
+(compiler/quantize.py; int4 in groups of 128), against torch's `F.linear` over the bf16 weight, the
+error measured against the f32 product with the dequantized weight.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import click
 import torch
 import torch.nn.functional as F
 
+from kiln.compiler.quantize import QuantizedLinear, Scheme, quantize_rows
 from kiln.targets.cuda.kernels.contraction import Matmul
 from kiln.targets.cuda.kernels.tiles import Tiles, gemv_tiles
 
@@ -49,6 +54,69 @@ def configurations(n: int, k: int) -> list[Tiles]:
             if 32 <= block_k <= depth and block_n <= max(1, 1 << (n - 1).bit_length()):
                 found.append(Tiles(1, block_n, block_k, 4, 1))
     return list(dict.fromkeys(found))
+
+
+def quantized_configurations(k: int, scheme: Scheme) -> list[Tiles]:
+    """A few configurations of each kind: int8's K steps of 1,024 and 2,048 bytes, int4's of 1, 8 and
+    32 groups where they divide half a row; 2-16 rows a program, 4 warps, and 8 for the largest tiles."""
+    if scheme.bits == 8:
+        steps = [block_k for block_k in (1024, 2048) if block_k <= 1 << (k - 1).bit_length()]
+    else:
+        steps = [scheme.group * count for count in (1, 8, 32) if (k // 2 // scheme.group) % count == 0]
+    found = [Tiles(1, block_n, block_k, 4, 1) for block_k in steps for block_n in (2, 4, 8, 16)]
+    return found + [Tiles(1, 16, block_k, 8, 1) for block_k in steps]
+
+
+def launch_quantized(x: torch.Tensor, layer: QuantizedLinear, out: torch.Tensor, tiles: Tiles) -> None:
+    from kiln.targets.cuda.kernels.triton_source import kiln_gemv_quantized
+
+    m, k = x.shape
+    n = out.shape[1]
+    grid = ((n + tiles.block_n - 1) // tiles.block_n,)
+    kiln_gemv_quantized[grid](
+        x, layer.weight_q, layer.weight_scale, None, None, None, None, None, None, None, out,
+        M=m, N=n, K=k, N1=0, N2=0, BITS=layer.scheme.bits, GROUP=layer.scheme.group, EPILOGUE=None,
+        BLOCK_M=tiles.block_m, BLOCK_N=tiles.block_n, BLOCK_K=tiles.block_k, num_warps=tiles.num_warps, num_stages=tiles.num_stages,
+    )  # fmt: skip
+
+
+def time_quantized_shape(model: str, n: int, k: int, scheme: Scheme) -> list[dict]:
+    """One weight shape quantized: torch's time over the bf16 weight, then each configuration's."""
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    x = torch.randn(1, k, device="cuda", generator=generator).to(torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", generator=generator).mul_(0.02).to(torch.bfloat16)
+    values, scales = quantize_rows(w, scheme)
+    layer = QuantizedLinear(k, n, scheme, values, scales, None)
+    reference = x.float() @ layer.dequantized(torch.float32).t()
+    out = torch.empty(1, n, device="cuda", dtype=torch.bfloat16)
+    weight_bytes = values.numel() + scales.numel() * 4
+    torch_us = timed_us(functools.partial(F.linear, x, w))
+    chosen = gemv_tiles(Matmul(1, n, k, "bf16", "bf16", quantized=(scheme.bits, scheme.group)))
+    rows = []
+    for tiles in dict.fromkeys([chosen, *quantized_configurations(k, scheme)]):
+        call = functools.partial(launch_quantized, x, layer, out, tiles)
+        try:
+            us = timed_us(call)
+        except Exception as exc:  # a configuration Triton refuses is a line, not the end of the run
+            print(f"{model} {n}x{k} {tiles.label}: {type(exc).__name__}: {exc}"[:300], flush=True)
+            continue
+        call()
+        error = float((out.float() - reference).norm() / reference.norm())
+        rows.append({"model": model, "n": n, "k": k, "scheme": scheme.name, "tiles": tiles.label, "chosen": tiles == chosen, "us": round(us, 2),
+                     "gb_s": round(weight_bytes / us / 1e3, 1), "rel_l2": error, "torch_us": round(torch_us, 2)})  # fmt: skip
+    _summary(model, n, k, scheme.name, torch_us, w.numel() * 2, rows)
+    return rows
+
+
+def _summary(model: str, n: int, k: int, kind: str, torch_us: float, torch_bytes: int, rows: list[dict]) -> None:
+    best = min(rows, key=lambda row: row["us"])
+    mine = next(row for row in rows if row["chosen"])
+    print(
+        f"{model:13} {n:>6}x{k:<6} {kind}  torch {torch_us:7.1f} us ({torch_bytes / torch_us / 1e3:6.0f} GB/s)"
+        f"  best {best['tiles']:>14} {best['us']:7.1f} us ({best['gb_s']:6.0f} GB/s)  chosen {mine['tiles']:>14} {mine['us']:7.1f} us"
+        f"  max rel. L2 {max(row['rel_l2'] for row in rows):.1e}",
+        flush=True,
+    )
 
 
 def launch(x: torch.Tensor, w: torch.Tensor, out: torch.Tensor, layout: str, tiles: Tiles) -> None:
@@ -107,14 +175,7 @@ def time_shape(model: str, n: int, k: int, layout: str, dtype: str) -> list[dict
         error = float((out.float() - reference).norm() / reference.norm())
         rows.append({"model": model, "n": n, "k": k, "layout": layout, "tiles": tiles.label, "chosen": tiles == chosen, "us": round(us, 2),
                      "gb_s": round(weight_bytes / us / 1e3, 1), "rel_l2": error, "torch_us": round(torch_us, 2)})  # fmt: skip
-    best = min(rows, key=lambda row: row["us"])
-    mine = next(row for row in rows if row["chosen"])
-    print(
-        f"{model:13} {n:>6}x{k:<6} {layout}  torch {torch_us:7.1f} us ({weight_bytes / torch_us / 1e3:6.0f} GB/s)"
-        f"  best {best['tiles']:>14} {best['us']:7.1f} us ({best['gb_s']:6.0f} GB/s)  chosen {mine['tiles']:>14} {mine['us']:7.1f} us"
-        f"  max rel. L2 {max(row['rel_l2'] for row in rows):.1e}",
-        flush=True,
-    )
+    _summary(model, n, k, layout, torch_us, weight_bytes, rows)
     return rows
 
 
@@ -139,14 +200,19 @@ def check_rows() -> None:
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True)
 @click.option("--dtype", type=click.Choice(("bf16", "f32")), default="bf16", show_default=True)
 @click.option("--check-rows", "rows_only", is_flag=True, help="Only check 1 to 7 rows' results (seconds), write nothing.")
-def main(output: Path, dtype: str, rows_only: bool) -> None:
+@click.option("--quantize", type=click.Choice(("int8", "int4")), help="Time kiln_gemv_quantized (bf16 activations) instead.")
+@click.option("--models", "only", multiple=True, type=click.Choice(sorted(MODELS)), help="These models' shapes [default: all].")
+def main(output: Path, dtype: str, rows_only: bool, quantize: str | None, only: tuple[str, ...]) -> None:
     if rows_only:
         check_rows()
         return
     rows: list[dict] = []
     for model, shapes in MODELS.items():
-        for n, k, layout in shapes:
-            rows += time_shape(model, n, k, layout, dtype)
+        for n, k, layout in shapes if not only or model in only else ():
+            if quantize is None:
+                rows += time_shape(model, n, k, layout, dtype)
+            elif layout == "nk" and Scheme.parse(quantize).takes(k):
+                rows += time_quantized_shape(model, n, k, Scheme.parse(quantize))
             output.write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "dtype": dtype, "rows": rows}, indent=1) + "\n")
 
 

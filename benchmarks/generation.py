@@ -15,8 +15,10 @@ one run:
 
 Each reports decode tokens/s (rows included) and the share of the bound that memory sets (every
 weight read once per step, at the rate a device-to-device copy reaches in the same run), prefill
-tokens/s, and how many greedy tokens kiln's first row shares with eager's (bf16 drifts apart after
-a while: the count is where). benchmarks/README.md says how to run it on the device machine.
+tokens/s, how many greedy tokens kiln's first row shares with eager's (bf16 drifts apart after
+a while: the count is where), and the rel. L2 of kiln's prefill logits from eager's. A `--quantize`
+case's archive is quantized here as the compile would (compiler/quantize.py); its peers run the bf16
+model (eager only: the bf16 case has the compiled ones), and its bound counts the quantized bytes. benchmarks/README.md says how to run it on the device machine.
 """
 
 from __future__ import annotations
@@ -144,6 +146,7 @@ def time_command(bundle: Path, output: Path, only: tuple[str, ...], prompt_token
                 row["kiln_decode_kernels"] = _decode_kernels(module, ids)
             if peers:
                 row["agree"] = _agreement(kiln_ids, eager_ids)
+            row["logits_rel_l2"] = _logits_error(module, model, ids)
             del module, model
             artifact.with_suffix(".irpa").unlink()
         except Exception as exc:  # one case's failure is a row, not the end of the run
@@ -303,6 +306,19 @@ def _rates(ids: Any, prefill_s: float, decode_s: float, new_tokens: int, tokens:
         "decode_tok_s": round(batch * (new_tokens - 1) / decode_s, 1),
         "ids": torch.stack(tokens, dim=1)[0].tolist(),
     }
+
+
+def _logits_error(module: Any, model: Any, ids: Any) -> float:
+    """rel. L2 of kiln's prefill logits (the prompt's last position) from eager's in the model's dtype
+    (unquantized): the accuracy a quantized case trades, beside a bf16 case's own."""
+    import torch
+
+    from kiln.runtime.generation import prefill
+
+    _, logits, _ = prefill(module, ids)
+    with torch.no_grad():
+        expected = model(ids).logits[:, -1].float()
+    return round(((logits.float() - expected).norm() / expected.norm()).item(), 5)
 
 
 def _agreement(mine: list[int], theirs: list[int]) -> int:

@@ -193,16 +193,12 @@ def gemv_tiles(mm: Matmul) -> Tiles:
 
 
 def _int4_gemv_tiles(mm: Matmul, block_m: int, weights: int) -> Tiles:
-    """kiln_gemv_quantized's int4 configuration (not measured yet; the bf16 rule's reasoning): a step
-    reads `block_k` bytes of each row, up to 8 groups that divide half a row, and `block_n` rows so
-    that a step reads 16 KiB (bf16's 8,192 elements) while the f32 products of a group (block_m x
-    block_n x group) stay within 8,192."""
+    """kiln_gemv_quantized's int4 configuration: bf16's rule (8,192 products a step), the K step
+    `block_k` bytes of each row, whole groups that divide half a row, up to 2,048."""
     group = mm.quantized[1]
     per_half = mm.k // 2 // group
-    groups = max(count for count in (1, 2, 4, 8) if per_half % count == 0)
-    block_k = group * groups
-    block_n = min(16384 // block_m // block_k, 8192 // block_m // group) // weights
-    return Tiles(block_m, max(1, block_n), block_k, 4, 1)
+    block_k = group * max(count for count in (1, 2, 4, 8, 16) if per_half % count == 0 and group * count <= 2048)
+    return Tiles(block_m, max(1, 8192 // block_m // block_k // weights), block_k, 4, 1)
 
 
 # kiln_matmul's 16-bit configurations, largest first (block_k 64: a wgmma's K for bf16 is 16, four a step)

@@ -91,15 +91,16 @@ def _stacked_part(block, N: tl.constexpr, N1: tl.constexpr, N2: tl.constexpr, BL
     """A GEMV program's (block within its weight, which weight 0-2, that weight's width, its first
     column in C): without stacked weights (N1 == 0), the one weight of N columns."""
     if N1 == 0:
-        return block, 0, N, 0
-    tiles1 = (N1 + BLOCK_N - 1) // BLOCK_N
-    tiles2 = (N2 + BLOCK_N - 1) // BLOCK_N
-    part = tl.where(block >= tiles1, 1, 0)
-    if THREE:
-        part = tl.where(block >= tiles1 + tiles2, 2, part)
-    block -= tl.where(part >= 1, tiles1, 0) + tl.where(part == 2, tiles2, 0)
-    width = tl.where(part == 0, N1, tl.where(part == 1, N2, N - N1 - N2))
-    first = tl.where(part == 0, 0, tl.where(part == 1, N1, N1 + N2))
+        part, width, first = 0, N, 0
+    else:
+        tiles1 = (N1 + BLOCK_N - 1) // BLOCK_N
+        tiles2 = (N2 + BLOCK_N - 1) // BLOCK_N
+        part = tl.where(block >= tiles1, 1, 0)
+        if THREE:
+            part = tl.where(block >= tiles1 + tiles2, 2, part)
+        block -= tl.where(part >= 1, tiles1, 0) + tl.where(part == 2, tiles2, 0)
+        width = tl.where(part == 0, N1, tl.where(part == 1, N2, N - N1 - N2))
+        first = tl.where(part == 0, 0, tl.where(part == 1, N1, N1 + N2))
     return block, part, width, first
 
 
@@ -139,9 +140,11 @@ def kiln_gemv(
     ks = tl.arange(0, BLOCK_K)
     safe_cols = tl.where(cols < width, cols, 0)
     safe_rows = tl.where(rows < M, rows, 0)
-    w_tile = w_ptr + safe_cols[:, None] * B_SN + ks[None, :] * B_SK
-    a_tile = a_ptr + safe_rows[:, None] * K + ks[None, :]
-    w2_tile = b2_ptr + safe_cols[:, None] * B_SN + ks[None, :] * B_SK if b2_ptr is not None and N1 == 0 else w_tile
+    # [rows, columns, K] tiles, loaded in the accumulator's layout: nothing moves through shared memory
+    ks3 = ks[None, None, :]
+    w_tile = w_ptr + safe_cols[None, :, None] * B_SN + ks3 * B_SK
+    a_tile = a_ptr + safe_rows[:, None, None] * K + ks3
+    w2_tile = b2_ptr + safe_cols[None, :, None] * B_SN + ks3 * B_SK if b2_ptr is not None and N1 == 0 else w_tile
     acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
     acc2 = acc
     for step in range(tl.cdiv(K, BLOCK_K)):
@@ -150,15 +153,15 @@ def kiln_gemv(
             a = tl.load(a_tile)
         else:
             left = K - step * BLOCK_K
-            w = tl.load(w_tile, mask=ks[None, :] < left, other=0.0)
-            a = tl.load(a_tile, mask=ks[None, :] < left, other=0.0)
-        acc += a.to(tl.float32)[:, None, :] * w.to(tl.float32)[None, :, :]
+            w = tl.load(w_tile, mask=ks3 < left, other=0.0)
+            a = tl.load(a_tile, mask=ks3 < left, other=0.0)
+        acc += a.to(tl.float32) * w.to(tl.float32)
         if b2_ptr is not None and N1 == 0:
             if K % BLOCK_K == 0:
                 w2 = tl.load(w2_tile)
             else:
-                w2 = tl.load(w2_tile, mask=ks[None, :] < K - step * BLOCK_K, other=0.0)
-            acc2 += a.to(tl.float32)[:, None, :] * w2.to(tl.float32)[None, :, :]
+                w2 = tl.load(w2_tile, mask=ks3 < K - step * BLOCK_K, other=0.0)
+            acc2 += a.to(tl.float32) * w2.to(tl.float32)
             w2_tile += BLOCK_K * B_SK
         w_tile += BLOCK_K * B_SK
         a_tile += BLOCK_K
@@ -184,7 +187,7 @@ def kiln_gemv_quantized(
     BITS 8: int8 values [N, K], a scale per output column, applied to the f32 sum at the end.
     BITS 4: byte j of a row holds input j (low nibble) and j + K/2 (high nibble), each plus 8, with a
     scale per GROUP inputs: a step reads BLOCK_K bytes of each row (BLOCK_K a multiple of GROUP that
-    divides K/2), one group of each half at a time, and multiplies the row of A at both places.
+    divides K/2), its groups side by side, and multiplies the row of A at both places.
     Stacked weights and a second weight as kiln_gemv, each with its scales (s2_ptr, s3_ptr)."""
     block, part, width, first = _stacked_part(tl.program_id(0), N, N1, N2, BLOCK_N, b3_ptr is not None)
     w_ptr = _pick(part, b_ptr, b2_ptr, b3_ptr) if N1 > 0 else b_ptr
@@ -195,38 +198,39 @@ def kiln_gemv_quantized(
     rows = tl.arange(0, BLOCK_M)
     safe_cols = tl.where(cols < width, cols, 0)
     safe_rows = tl.where(rows < M, rows, 0)
+    # Every load is a [rows, columns, K] tile in the accumulator's own layout: A's rows [BLOCK_M, 1, K],
+    # the weights' [1, BLOCK_N, K], so no operand is moved between layouts (through shared memory) per step.
+    rows3 = safe_rows[:, None, None]
+    cols3 = safe_cols[None, :, None]
     if BITS == 8:
-        ks = tl.arange(0, BLOCK_K)
+        ks = tl.arange(0, BLOCK_K)[None, None, :]
         acc = tl.zeros((BLOCK_M, BLOCK_N, BLOCK_K), dtype=tl.float32)
         acc2 = acc
         for step in range(tl.cdiv(K, BLOCK_K)):
-            inside = ks[None, :] < K - step * BLOCK_K
-            at = step * BLOCK_K + ks[None, :]
-            a = tl.load(a_ptr + safe_rows[:, None] * K + at, mask=inside, other=0.0).to(tl.float32)
-            w = tl.load(w_ptr + safe_cols[:, None] * K + at, mask=inside, other=0)
-            acc += a[:, None, :] * w.to(tl.float32)[None, :, :]
+            inside = ks < K - step * BLOCK_K
+            at = step * BLOCK_K + ks
+            a = tl.load(a_ptr + rows3 * K + at, mask=inside, other=0.0).to(tl.float32)
+            acc += a * _exact_f32(tl.load(w_ptr + cols3 * K + at, mask=inside, other=0), 8)
             if second:
-                w2 = tl.load(b2_ptr + safe_cols[:, None] * K + at, mask=inside, other=0)
-                acc2 += a[:, None, :] * w2.to(tl.float32)[None, :, :]
+                acc2 += a * _exact_f32(tl.load(b2_ptr + cols3 * K + at, mask=inside, other=0), 8)
         out = tl.sum(acc, axis=2) * tl.load(w_scale + safe_cols)[None, :]
         out2 = tl.sum(acc2, axis=2) * tl.load(s2_ptr + safe_cols)[None, :] if second else out
-    else:
-        HALF: tl.constexpr = K // 2
-        GROUPS: tl.constexpr = K // GROUP  # scales a row
-        js = tl.arange(0, GROUP)
-        acc = tl.zeros((BLOCK_M, BLOCK_N, GROUP), dtype=tl.float32)
+    else:  # [rows, columns, groups, inputs] tiles: a step's groups side by side, one layout for all
+        SUB: tl.constexpr = BLOCK_K // GROUP
+        at = (tl.arange(0, SUB)[:, None] * GROUP + tl.arange(0, GROUP)[None, :])[None, None, :, :]
+        groups = tl.arange(0, SUB)[None, None, :, None]
+        rows4, cols4 = rows3[:, :, :, None], cols3[:, :, :, None]
+        acc = tl.zeros((BLOCK_M, BLOCK_N, SUB, GROUP), dtype=tl.float32)
         acc2 = acc
-        for step in range(HALF // BLOCK_K):
-            for g in tl.static_range(BLOCK_K // GROUP):
-                start = step * BLOCK_K + g * GROUP
-                at = start + js[None, :]
-                a_low = tl.load(a_ptr + safe_rows[:, None] * K + at).to(tl.float32)
-                a_high = tl.load(a_ptr + safe_rows[:, None] * K + HALF + at).to(tl.float32)
-                acc += _nibble_products(w_ptr, w_scale, safe_cols, at, start, a_low, a_high, HALF, GROUP, GROUPS)
-                if second:
-                    acc2 += _nibble_products(b2_ptr, s2_ptr, safe_cols, at, start, a_low, a_high, HALF, GROUP, GROUPS)
-        out = tl.sum(acc, axis=2)
-        out2 = tl.sum(acc2, axis=2)
+        for step in range(K // 2 // BLOCK_K):
+            a_low = tl.load(a_ptr + rows4 * K + step * BLOCK_K + at).to(tl.float32)
+            a_high = tl.load(a_ptr + rows4 * K + K // 2 + step * BLOCK_K + at).to(tl.float32)
+            group = step * SUB + groups
+            acc = _nibble_products(acc, w_ptr, w_scale, cols4, step * BLOCK_K + at, group, a_low, a_high, K, GROUP)
+            if second:
+                acc2 = _nibble_products(acc2, b2_ptr, s2_ptr, cols4, step * BLOCK_K + at, group, a_low, a_high, K, GROUP)
+        out = tl.sum(tl.sum(acc, axis=3), axis=2)
+        out2 = tl.sum(tl.sum(acc2, axis=3), axis=2)
     if bias_ptr is not None:
         out += tl.load(w_bias + safe_cols).to(tl.float32)[None, :]
     if EPILOGUE is not None:
@@ -236,15 +240,30 @@ def kiln_gemv_quantized(
 
 
 @triton.jit
-def _nibble_products(w_ptr, s_ptr, cols, at, start, a_low, a_high, HALF: tl.constexpr, GROUP: tl.constexpr, GROUPS: tl.constexpr):
-    """One group of each half of BLOCK_N int4 rows times A's rows there: [BLOCK_M, BLOCK_N, GROUP] f32.
-    A nibble q (stored q + 8) is q' * s - 8 s, one FMA from its f32 value q'."""
-    packed = tl.load(w_ptr + cols[:, None] * HALF + at)
-    s_low = tl.load(s_ptr + cols * GROUPS + start // GROUP)[:, None]
-    s_high = tl.load(s_ptr + cols * GROUPS + (HALF + start) // GROUP)[:, None]
-    low = (packed & 15).to(tl.float32) * s_low - 8.0 * s_low
-    high = ((packed >> 4) & 15).to(tl.float32) * s_high - 8.0 * s_high
-    return a_low[:, None, :] * low[None, :, :] + a_high[:, None, :] * high[None, :, :]
+def _exact_f32(byte, BITS: tl.constexpr):
+    """An int8 (BITS 8) or a nibble stored plus 8 (BITS 4: `byte` already masked to 0-15) as its f32
+    value, exactly, with bit operations and one subtraction: the float whose bits are 2^23's with a
+    byte u in the low mantissa bits is 2^23 + u. An 8-bit integer's own conversion (I2F.S8) runs at a
+    quarter of the FMAs' rate on Hopper and bounded the quantized GEMV (LLVM folds a detour through
+    int32 back into it)."""
+    if BITS == 8:  # the signed byte, its sign bit flipped: u = q + 128
+        value = ((byte.to(tl.int32) & 0xFF) ^ 0x4B000080).to(tl.float32, bitcast=True) - 8388736.0
+    else:
+        value = (byte | 0x4B000000).to(tl.float32, bitcast=True) - 8388616.0
+    return value
+
+
+@triton.jit
+def _nibble_products(acc, w_ptr, s_ptr, cols, at, group, a_low, a_high, K: tl.constexpr, GROUP: tl.constexpr):
+    """`acc` plus a step of BLOCK_N int4 rows times A's rows at both halves ([BLOCK_M, BLOCK_N, groups,
+    GROUP] f32; `cols` [1, BLOCK_N, 1, 1], `at` the step's bytes [1, 1, groups, GROUP], `group` the
+    low half's groups [1, 1, groups, 1], `a_low` and `a_high` [BLOCK_M, 1, groups, GROUP])."""
+    packed = tl.load(w_ptr.to(tl.pointer_type(tl.uint8)) + cols * (K // 2) + at).to(tl.int32)  # no sign to extend
+    s_low = tl.load(s_ptr + cols * (K // GROUP) + group)
+    s_high = tl.load(s_ptr + cols * (K // GROUP) + K // 2 // GROUP + group)
+    acc += a_low * (_exact_f32(packed & 15, 4) * s_low)
+    acc += a_high * (_exact_f32((packed >> 4) & 15, 4) * s_high)
+    return acc
 
 
 @triton.jit
