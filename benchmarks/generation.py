@@ -133,7 +133,8 @@ def time_command(bundle: Path, output: Path, only: tuple[str, ...], prompt_token
             shutil.copy(bundle / f"{case['name']}.json", artifact.with_suffix(".json"))
             with gzip.open(bundle / f"{case['name']}.vmfb.gz", "rb") as packed, artifact.open("wb") as plain:
                 shutil.copyfileobj(packed, plain)
-            row["weight_bytes"] = _write_archive(model, artifact.with_suffix(".irpa"), case.get("quantize"))
+            stored = _quantized(model, case.get("quantize"))
+            row["weight_bytes"] = _write_archive(stored, artifact.with_suffix(".irpa"))
             ids = torch.randint(0, model.config.vocab_size, (case["batch"], prompt_tokens), generator=torch.Generator().manual_seed(0)).to(device)
             module = kiln.load(artifact, verify_weights=False)
             if peers:  # first: a failing artifact must not cost the peers' numbers
@@ -147,6 +148,9 @@ def time_command(bundle: Path, output: Path, only: tuple[str, ...], prompt_token
             if peers:
                 row["agree"] = _agreement(kiln_ids, eager_ids)
             row["logits_rel_l2"] = _logits_error(module, model, ids)
+            if stored is not model:  # the scheme's own error: eager with the same quantized weights
+                row["eager_quantized_logits_rel_l2"] = _logits_error(None, model, ids, stored)
+            del stored
             del module, model
             artifact.with_suffix(".irpa").unlink()
         except Exception as exc:  # one case's failure is a row, not the end of the run
@@ -185,20 +189,25 @@ def _model(size: str, dtype: Any, device: str) -> Any:
     return model.to(device=device, dtype=dtype).eval()
 
 
-def _write_archive(model: Any, path: Path, quantize: str | None) -> int:
-    """The `.irpa` the compile wrote (and `compile` dropped): every parameter under its name, the
-    Linear layers' weights quantized as `--quantize` did (compiler/quantize.py, on the device).
-    Returns its bytes: what a decode step reads (the bound's weight bytes)."""
+def _quantized(model: Any, quantize: str | None) -> Any:
+    """`model`, or a copy with its Linear layers' weights quantized as `--quantize` does (compiler/quantize.py, on the device)."""
     import copy
 
+    from kiln.compiler.quantize import Scheme, quantize_module
+
+    if quantize is None:
+        return model
+    quantized = copy.deepcopy(model)
+    quantize_module(quantized, Scheme.parse(quantize))
+    return quantized
+
+
+def _write_archive(model: Any, path: Path) -> int:
+    """The `.irpa` the compile wrote (and `compile` dropped): every parameter under its name.
+    Returns its bytes: what a decode step reads (the bound's weight bytes)."""
     import torch
 
     from kiln.compiler.parameter_archive import ArchiveEntry, write_parameter_archive
-    from kiln.compiler.quantize import Scheme, quantize_module
-
-    if quantize is not None:
-        model = copy.deepcopy(model)
-        quantize_module(model, Scheme.parse(quantize))
 
     def writer(tensor: Any) -> Callable[[Any], None]:
         return lambda file: file.write(tensor.detach().cpu().contiguous().view(-1).view(torch.uint8).numpy().tobytes())
@@ -308,15 +317,15 @@ def _rates(ids: Any, prefill_s: float, decode_s: float, new_tokens: int, tokens:
     }
 
 
-def _logits_error(module: Any, model: Any, ids: Any) -> float:
-    """rel. L2 of kiln's prefill logits (the prompt's last position) from eager's in the model's dtype
-    (unquantized): the accuracy a quantized case trades, beside a bf16 case's own."""
+def _logits_error(module: Any, model: Any, ids: Any, eager: Any = None) -> float:
+    """rel. L2 of kiln's prefill logits (the prompt's last position; or, given, `eager`'s) from eager's
+    in the model's dtype (unquantized): the accuracy a quantized case trades, beside a bf16 case's own."""
     import torch
 
     from kiln.runtime.generation import prefill
 
-    _, logits, _ = prefill(module, ids)
     with torch.no_grad():
+        logits = prefill(module, ids)[1] if eager is None else eager(ids).logits[:, -1]
         expected = model(ids).logits[:, -1].float()
     return round(((logits.float() - expected).norm() / expected.norm()).item(), 5)
 

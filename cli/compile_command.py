@@ -121,7 +121,8 @@ def compile_command(
       cuda          NVIDIA, PTX: sm_60 ... sm_89, sm_120. Hopper (sm_90: H100, H200) gets sm_90a
                     code with kiln's own kernels for matmuls (a GELU or other
                     elementwise ops after them fused; SwiGLU's two, and Q, K and V, in
-                    one GEMV when decoding), convolutions (batch norm and ReLU fused),
+                    one GEMV when decoding, over --quantize's int8/int4 bytes too),
+                    convolutions (batch norm and ReLU fused),
                     depthwise convolutions, max pooling, attention, layer norms and
                     softmax with the elementwise ops around them, long elementwise
                     chains, and --generate's KV-cache writes (in place);
