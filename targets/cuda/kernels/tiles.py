@@ -193,12 +193,14 @@ def gemv_tiles(mm: Matmul) -> Tiles:
 
 
 def _int4_gemv_tiles(mm: Matmul, block_m: int, weights: int) -> Tiles:
-    """kiln_gemv_quantized's int4 configuration: bf16's rule (8,192 products a step), the K step
-    `block_k` bytes of each row, whole groups that divide half a row, up to 2,048."""
+    """kiln_gemv_quantized's int4 configuration: half bf16's products a step (4,096 over the rows and
+    weights), whose f32 values of A at both halves of a row otherwise take the registers (8,192 took
+    244 a thread: two programs an SM; 4,096, 128), the K step `block_k` bytes of each row, whole groups
+    that divide half a row, up to 1,024. Not measured against other configurations yet."""
     group = mm.quantized[1]
     per_half = mm.k // 2 // group
-    block_k = group * max(count for count in (1, 2, 4, 8, 16) if per_half % count == 0 and group * count <= 2048)
-    return Tiles(block_m, max(1, 8192 // block_m // block_k // weights), block_k, 4, 1)
+    block_k = group * max(count for count in (1, 2, 4, 8) if per_half % count == 0 and group * count <= 1024)
+    return Tiles(block_m, max(1, 4096 // block_m // block_k // weights), block_k, 4, 1)
 
 
 # kiln_matmul's 16-bit configurations, largest first (block_k 64: a wgmma's K for bf16 is 16, four a step)
