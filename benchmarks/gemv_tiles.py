@@ -57,12 +57,12 @@ def configurations(n: int, k: int) -> list[Tiles]:
 
 
 def quantized_configurations(k: int, scheme: Scheme) -> list[Tiles]:
-    """A few configurations of each kind: int8's K steps of 1,024 and 2,048 bytes, int4's of 1, 8 and
+    """A few configurations of each kind: int8's K steps of 1,024 and 2,048 bytes, int4's of 1, 8, 16 and
     32 groups where they divide half a row; 2-16 rows a program, 4 warps, and 8 for the largest tiles."""
     if scheme.bits == 8:
         steps = [block_k for block_k in (1024, 2048) if block_k <= 1 << (k - 1).bit_length()]
     else:
-        steps = [scheme.group * count for count in (1, 8, 32) if (k // 2 // scheme.group) % count == 0]
+        steps = [scheme.group * count for count in (1, 8, 16, 32) if (k // 2 // scheme.group) % count == 0]
     found = [Tiles(1, block_n, block_k, 4, 1) for block_k in steps for block_n in (2, 4, 8, 16)]
     return found + [Tiles(1, 16, block_k, 8, 1) for block_k in steps]
 
