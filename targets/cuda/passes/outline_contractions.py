@@ -17,7 +17,9 @@ Eligible, with static shapes:
   epilogue (matmul_epilogue.py), which the kernel computes on its tile. Where the kernel is the GEMV
   (a decode step: `contract.gated_outlined`), two matmuls of one A by two weights whose products only
   such ops read together (SwiGLU: silu(x @ Wg^T) * (x @ Wu^T)) are one function taking both weights,
-  the kernel computing both products and the ops.
+  the kernel computing both products and the ops. There too a weight that `--quantize` made
+  (quantized_weights.py: int8 or int4 values dequantized by torch ops) is taken as its values and
+  scales, which the GEMV reads as they are stored.
 - `aten.bmm(A, broadcast_to(B, [b, k, n]))` of a 2-D B (one weight for every batch: the in-projection
   of nn.MultiheadAttention on batch-first inputs) is first rewritten as the one matmul it is:
   `view(mm(view(A, [b*m, k]), B), [b, m, n])`.

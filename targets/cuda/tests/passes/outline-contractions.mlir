@@ -768,3 +768,121 @@ module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "hig
     return %q, %k, %v : !torch.vtensor<[1,16],bf16>, !torch.vtensor<[1,8],bf16>, !torch.vtensor<[1,8],bf16>
   }
 }
+
+// -----
+
+// A decode step's matmul over an int8 weight as --quantize makes it (QuantizedLinear: values times a
+// per-channel scale, in f32, rounded to bf16): the call takes the values and the scales, and the
+// dequantized weight is no longer made in the caller.
+// CHECK-LABEL: func.func @int8_decode
+// CHECK:         call @kiln_mm_0(%arg0, %arg1, %arg2) : (!torch.vtensor<[1,8],bf16>, !torch.vtensor<[16,8],si8>, !torch.vtensor<[16,1],f32>) -> !torch.vtensor<[1,16],bf16>
+// CHECK-NOT:     torch.aten.mul.Tensor
+// CHECK:       func.func private @kiln_mm_0
+// CHECK-SAME:    quantized = [8, 0]
+// CHECK:         torch.aten.mul.Tensor
+// CHECK:         torch.aten.mm
+module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @int8_decode(%x: !torch.vtensor<[1,8],bf16>, %q: !torch.vtensor<[16,8],si8>, %s: !torch.vtensor<[16,1],f32>) -> !torch.vtensor<[1,16],bf16> {
+    %none = torch.constant.none
+    %false = torch.constant.bool false
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int6 = torch.constant.int 6
+    %int15 = torch.constant.int 15
+    %swap = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %wide = torch.aten.to.dtype %q, %int6, %false, %false, %none : !torch.vtensor<[16,8],si8>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[16,8],f32>
+    %scaled = torch.aten.mul.Tensor %wide, %s : !torch.vtensor<[16,8],f32>, !torch.vtensor<[16,1],f32> -> !torch.vtensor<[16,8],f32>
+    %w = torch.aten.to.dtype %scaled, %int15, %false, %false, %none : !torch.vtensor<[16,8],f32>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[16,8],bf16>
+    %wt = torch.aten.permute %w, %swap : !torch.vtensor<[16,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,16],bf16>
+    %y = torch.aten.mm %x, %wt : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,16],bf16> -> !torch.vtensor<[1,16],bf16>
+    return %y : !torch.vtensor<[1,16],bf16>
+  }
+}
+
+// -----
+
+// int4 in halves with a scale per group of 4 inputs: the nibbles unpacked by a mask, a shift and a
+// concatenation, minus 8, scaled per group. The call takes the packed bytes [16, 4] and the scales [16, 2].
+// CHECK-LABEL: func.func @int4_decode
+// CHECK:         call @kiln_mm_0(%arg0, %arg1, %arg2) : (!torch.vtensor<[1,8],bf16>, !torch.vtensor<[16,4],si8>, !torch.vtensor<[16,2],f32>) -> !torch.vtensor<[1,16],bf16>
+// CHECK-NOT:     torch.aten.cat
+// CHECK:       func.func private @kiln_mm_0
+// CHECK-SAME:    quantized = [4, 4]
+// CHECK:         torch.aten.cat
+module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @int4_decode(%x: !torch.vtensor<[1,8],bf16>, %p: !torch.vtensor<[16,4],si8>, %s: !torch.vtensor<[16,2],f32>) -> !torch.vtensor<[1,16],bf16> {
+    %none = torch.constant.none
+    %false = torch.constant.bool false
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int2 = torch.constant.int 2
+    %int4 = torch.constant.int 4
+    %int6 = torch.constant.int 6
+    %int8 = torch.constant.int 8
+    %int15 = torch.constant.int 15
+    %int16 = torch.constant.int 16
+    %intm1 = torch.constant.int -1
+    %mask = torch.vtensor.literal(dense<15> : tensor<si8>) : !torch.vtensor<[],si8>
+    %swap = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %low = torch.aten.bitwise_and.Tensor %p, %mask : !torch.vtensor<[16,4],si8>, !torch.vtensor<[],si8> -> !torch.vtensor<[16,4],si8>
+    %shifted = torch.aten.__rshift__.Scalar %p, %int4 : !torch.vtensor<[16,4],si8>, !torch.int -> !torch.vtensor<[16,4],si8>
+    %high = torch.aten.bitwise_and.Tensor %shifted, %mask : !torch.vtensor<[16,4],si8>, !torch.vtensor<[],si8> -> !torch.vtensor<[16,4],si8>
+    %parts = torch.prim.ListConstruct %low, %high : (!torch.vtensor<[16,4],si8>, !torch.vtensor<[16,4],si8>) -> !torch.list<vtensor>
+    %nibbles = torch.aten.cat %parts, %int1 : !torch.list<vtensor>, !torch.int -> !torch.vtensor<[16,8],si8>
+    %wide = torch.aten.to.dtype %nibbles, %int6, %false, %false, %none : !torch.vtensor<[16,8],si8>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[16,8],f32>
+    %centered = torch.aten.sub.Scalar %wide, %int8, %int1 : !torch.vtensor<[16,8],f32>, !torch.int, !torch.int -> !torch.vtensor<[16,8],f32>
+    %split_shape = torch.prim.ListConstruct %int16, %int2, %int4 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %split = torch.aten.view %centered, %split_shape : !torch.vtensor<[16,8],f32>, !torch.list<int> -> !torch.vtensor<[16,2,4],f32>
+    %s3 = torch.aten.unsqueeze %s, %intm1 : !torch.vtensor<[16,2],f32>, !torch.int -> !torch.vtensor<[16,2,1],f32>
+    %scaled = torch.aten.mul.Tensor %split, %s3 : !torch.vtensor<[16,2,4],f32>, !torch.vtensor<[16,2,1],f32> -> !torch.vtensor<[16,2,4],f32>
+    %flat_shape = torch.prim.ListConstruct %int16, %int8 : (!torch.int, !torch.int) -> !torch.list<int>
+    %flat = torch.aten.view %scaled, %flat_shape : !torch.vtensor<[16,2,4],f32>, !torch.list<int> -> !torch.vtensor<[16,8],f32>
+    %w = torch.aten.to.dtype %flat, %int15, %false, %false, %none : !torch.vtensor<[16,8],f32>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[16,8],bf16>
+    %wt = torch.aten.permute %w, %swap : !torch.vtensor<[16,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,16],bf16>
+    %y = torch.aten.mm %x, %wt : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,16],bf16> -> !torch.vtensor<[1,16],bf16>
+    return %y : !torch.vtensor<[1,16],bf16>
+  }
+}
+
+// -----
+
+// Not the form: the nibbles offset by 7, not 8. The GEMV takes the dequantized weight, as any other.
+// CHECK-LABEL: func.func @int4_other_offset
+// CHECK:         torch.aten.cat
+// CHECK:         call @kiln_mm_0(%arg0, %{{.*}}) : (!torch.vtensor<[1,8],bf16>, !torch.vtensor<[16,8],bf16>)
+// CHECK-NOT:     quantized
+module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @int4_other_offset(%x: !torch.vtensor<[1,8],bf16>, %p: !torch.vtensor<[16,4],si8>, %s: !torch.vtensor<[16,2],f32>) -> !torch.vtensor<[1,16],bf16> {
+    %none = torch.constant.none
+    %false = torch.constant.bool false
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int2 = torch.constant.int 2
+    %int4 = torch.constant.int 4
+    %int6 = torch.constant.int 6
+    %int7 = torch.constant.int 7
+    %int8 = torch.constant.int 8
+    %int15 = torch.constant.int 15
+    %int16 = torch.constant.int 16
+    %intm1 = torch.constant.int -1
+    %mask = torch.vtensor.literal(dense<15> : tensor<si8>) : !torch.vtensor<[],si8>
+    %swap = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %low = torch.aten.bitwise_and.Tensor %p, %mask : !torch.vtensor<[16,4],si8>, !torch.vtensor<[],si8> -> !torch.vtensor<[16,4],si8>
+    %shifted = torch.aten.__rshift__.Scalar %p, %int4 : !torch.vtensor<[16,4],si8>, !torch.int -> !torch.vtensor<[16,4],si8>
+    %high = torch.aten.bitwise_and.Tensor %shifted, %mask : !torch.vtensor<[16,4],si8>, !torch.vtensor<[],si8> -> !torch.vtensor<[16,4],si8>
+    %parts = torch.prim.ListConstruct %low, %high : (!torch.vtensor<[16,4],si8>, !torch.vtensor<[16,4],si8>) -> !torch.list<vtensor>
+    %nibbles = torch.aten.cat %parts, %int1 : !torch.list<vtensor>, !torch.int -> !torch.vtensor<[16,8],si8>
+    %wide = torch.aten.to.dtype %nibbles, %int6, %false, %false, %none : !torch.vtensor<[16,8],si8>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[16,8],f32>
+    %centered = torch.aten.sub.Scalar %wide, %int7, %int1 : !torch.vtensor<[16,8],f32>, !torch.int, !torch.int -> !torch.vtensor<[16,8],f32>
+    %split_shape = torch.prim.ListConstruct %int16, %int2, %int4 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %split = torch.aten.view %centered, %split_shape : !torch.vtensor<[16,8],f32>, !torch.list<int> -> !torch.vtensor<[16,2,4],f32>
+    %s3 = torch.aten.unsqueeze %s, %intm1 : !torch.vtensor<[16,2],f32>, !torch.int -> !torch.vtensor<[16,2,1],f32>
+    %scaled = torch.aten.mul.Tensor %split, %s3 : !torch.vtensor<[16,2,4],f32>, !torch.vtensor<[16,2,1],f32> -> !torch.vtensor<[16,2,4],f32>
+    %flat_shape = torch.prim.ListConstruct %int16, %int8 : (!torch.int, !torch.int) -> !torch.list<int>
+    %flat = torch.aten.view %scaled, %flat_shape : !torch.vtensor<[16,2,4],f32>, !torch.list<int> -> !torch.vtensor<[16,8],f32>
+    %w = torch.aten.to.dtype %flat, %int15, %false, %false, %none : !torch.vtensor<[16,8],f32>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[16,8],bf16>
+    %wt = torch.aten.permute %w, %swap : !torch.vtensor<[16,8],bf16>, !torch.list<int> -> !torch.vtensor<[8,16],bf16>
+    %y = torch.aten.mm %x, %wt : !torch.vtensor<[1,8],bf16>, !torch.vtensor<[8,16],bf16> -> !torch.vtensor<[1,16],bf16>
+    return %y : !torch.vtensor<[1,16],bf16>
+  }
+}
