@@ -92,19 +92,27 @@ def time_quantized_shape(model: str, n: int, k: int, scheme: Scheme) -> list[dic
     weight_bytes = values.numel() + scales.numel() * 4
     torch_us = timed_us(functools.partial(F.linear, x, w))
     chosen = gemv_tiles(Matmul(1, n, k, "bf16", "bf16", quantized=(scheme.bits, scheme.group)))
+    calls = {tiles: functools.partial(launch_quantized, x, layer, out, tiles) for tiles in [chosen, *quantized_configurations(k, scheme)]}
+    row = {"model": model, "n": n, "k": k, "scheme": scheme.name, "torch_us": round(torch_us, 2)}
+    rows = _timed_configurations(row, calls, chosen, out, reference, weight_bytes)
+    _summary(model, n, k, scheme.name, torch_us, w.numel() * 2, rows)
+    return rows
+
+
+def _timed_configurations(
+    row: dict, calls: dict[Tiles, functools.partial], chosen: Tiles, out: torch.Tensor, reference: torch.Tensor, weight_bytes: int
+) -> list[dict]:
+    """`row` for each configuration that ran: its time, its rate and its result's error against `reference`."""
     rows = []
-    for tiles in dict.fromkeys([chosen, *quantized_configurations(k, scheme)]):
-        call = functools.partial(launch_quantized, x, layer, out, tiles)
+    for tiles, call in calls.items():
         try:
             us = timed_us(call)
         except Exception as exc:  # a configuration Triton refuses is a line, not the end of the run
-            print(f"{model} {n}x{k} {tiles.label}: {type(exc).__name__}: {exc}"[:300], flush=True)
+            print(f"{row['model']} {row['n']}x{row['k']} {tiles.label}: {type(exc).__name__}: {exc}"[:300], flush=True)
             continue
         call()
         error = float((out.float() - reference).norm() / reference.norm())
-        rows.append({"model": model, "n": n, "k": k, "scheme": scheme.name, "tiles": tiles.label, "chosen": tiles == chosen, "us": round(us, 2),
-                     "gb_s": round(weight_bytes / us / 1e3, 1), "rel_l2": error, "torch_us": round(torch_us, 2)})  # fmt: skip
-    _summary(model, n, k, scheme.name, torch_us, w.numel() * 2, rows)
+        rows.append({**row, "tiles": tiles.label, "chosen": tiles == chosen, "us": round(us, 2), "gb_s": round(weight_bytes / us / 1e3, 1), "rel_l2": error})
     return rows
 
 
@@ -163,18 +171,9 @@ def time_shape(model: str, n: int, k: int, layout: str, dtype: str) -> list[dict
     weight_bytes = w.numel() * w.element_size()
     torch_us = timed_us(functools.partial(F.linear, x, w_nk) if layout == "nk" else functools.partial(torch.matmul, x, w))
     chosen = gemv_tiles(Matmul(1, n, k, dtype, dtype, layout))
-    rows = []
-    for tiles in dict.fromkeys([chosen, *configurations(n, k)]):
-        call = functools.partial(launch, x, w, out, layout, tiles)
-        try:
-            us = timed_us(call)
-        except Exception as exc:  # a configuration Triton refuses is a line, not the end of the run
-            print(f"{model} {n}x{k} {tiles.label}: {type(exc).__name__}: {exc}"[:300], flush=True)
-            continue
-        call()
-        error = float((out.float() - reference).norm() / reference.norm())
-        rows.append({"model": model, "n": n, "k": k, "layout": layout, "tiles": tiles.label, "chosen": tiles == chosen, "us": round(us, 2),
-                     "gb_s": round(weight_bytes / us / 1e3, 1), "rel_l2": error, "torch_us": round(torch_us, 2)})  # fmt: skip
+    calls = {tiles: functools.partial(launch, x, w, out, layout, tiles) for tiles in [chosen, *configurations(n, k)]}
+    row = {"model": model, "n": n, "k": k, "layout": layout, "torch_us": round(torch_us, 2)}
+    rows = _timed_configurations(row, calls, chosen, out, reference, weight_bytes)
     _summary(model, n, k, layout, torch_us, weight_bytes, rows)
     return rows
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
-from testkit import EXAMPLES, llama, recorded_per_call, write_llama_model_file
+from testkit import EXAMPLES, llama, recorded_per_call, tiny_causal_lm_checkpoint
 
 import kiln
 from kiln.cli.main import kiln as kiln_cli
@@ -37,27 +37,9 @@ CHUNK = 4  # prompts of 9 and 5 tokens take three and two prefill calls, the las
 def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.Module]:
     """The tiny Llama compiled for generation (batch 2) from a checkpoint, and the same model in eager PyTorch."""
     folder = tmp_path_factory.mktemp("generation")
-    module = llama()
-    with torch.device("meta"):
-        shapes = module.build_causal_lm("tiny", VOCAB)
-    files = module.write_checkpoint(shapes, folder / "checkpoint")
-    path = write_llama_model_file(
-        folder,
-        f"""
-        from llama import build_causal_lm, prompt
-        weights = "checkpoint/*.safetensors"
-        tokenizer = "no-such-tokenizer-here"
-        def get_model():
-            return build_causal_lm("tiny", {VOCAB})
-        def get_example_inputs():
-            return prompt("tiny", {VOCAB})
-        """,
-    )
+    path, reference = tiny_causal_lm_checkpoint(folder, VOCAB, extra='tokenizer = "no-such-tokenizer-here"')
     source = ModelSource(path, generation=GenerationOptions(MAX_SEQ_LEN, BATCH, CHUNK))
     result = compile_file(source, CompileOptions(), folder / "tiny.vmfb")
-    reference = module.build_causal_lm("tiny", VOCAB)
-    state = {name: tensor for file in files for name, tensor in safetensors_torch.load_file(file).items()}
-    reference.load_state_dict(state)
     return result.path, reference
 
 

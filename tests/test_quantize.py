@@ -14,7 +14,7 @@ import iree.runtime as rt
 import pytest
 import torch
 from click.testing import CliRunner
-from testkit import llama, write_llama_model_file
+from testkit import tiny_causal_lm_checkpoint
 from torch import nn
 
 import kiln
@@ -77,23 +77,7 @@ def quantized_llama(tmp_path_factory: pytest.TempPathFactory) -> tuple:
     """The tiny Llama's checkpoint and model file, an int4 artifact compiled from them for generation
     (read a few rows at a time), and the float model in eager."""
     folder = tmp_path_factory.mktemp("quantize")
-    module = llama()
-    with torch.device("meta"):
-        shapes = module.build_causal_lm("tiny", VOCAB)
-    files = module.write_checkpoint(shapes, folder / "checkpoint")
-    path = write_llama_model_file(
-        folder,
-        f"""
-        from llama import build_causal_lm, prompt
-        weights = "checkpoint/*.safetensors"
-        def get_model():
-            return build_causal_lm("tiny", {VOCAB})
-        def get_example_inputs():
-            return prompt("tiny", {VOCAB})
-        """,
-    )
-    reference = module.build_causal_lm("tiny", VOCAB)
-    reference.load_state_dict({name: tensor for file in files for name, tensor in safetensors_torch.load_file(file).items()})
+    path, reference = tiny_causal_lm_checkpoint(folder, VOCAB)
     chunk = checkpoint.READ_CHUNK_BYTES
     checkpoint.READ_CHUNK_BYTES = 1024  # a 128 x 64 f32 weight: 4 rows a read, 32 reads
     try:
@@ -101,7 +85,7 @@ def quantized_llama(tmp_path_factory: pytest.TempPathFactory) -> tuple:
         result = compile_file(source, CompileOptions(), folder / "tiny-int4.vmfb")
     finally:
         checkpoint.READ_CHUNK_BYTES = chunk
-    return path, result.path, reference.eval()
+    return path, result.path, reference
 
 
 def _quantized(model: nn.Module, scheme: str) -> nn.Module:

@@ -39,6 +39,29 @@ def write_llama_model_file(directory: Path, body: str) -> Path:
     return path
 
 
+def tiny_causal_lm_checkpoint(directory: Path, vocab: int, extra: str = "") -> tuple[Path, torch.nn.Module]:
+    """The tiny Llama causal LM's checkpoint, written in `directory`, and a model file there that builds
+    the model without weights and names the checkpoint (`extra`: more lines of it); and the same model
+    built in eager with those weights."""
+    module = llama()
+    with torch.device("meta"):
+        shapes = module.build_causal_lm("tiny", vocab)
+    files = module.write_checkpoint(shapes, directory / "checkpoint")
+    body = f"""
+        from llama import build_causal_lm, prompt
+        weights = "checkpoint/*.safetensors"
+        {extra}
+        def get_model():
+            return build_causal_lm("tiny", {vocab})
+        def get_example_inputs():
+            return prompt("tiny", {vocab})
+        """
+    reference = module.build_causal_lm("tiny", vocab)
+    safetensors_torch = pytest.importorskip("safetensors.torch")
+    reference.load_state_dict({name: tensor for file in files for name, tensor in safetensors_torch.load_file(file).items()})
+    return write_llama_model_file(directory, body), reference.eval()
+
+
 def example_spec(name: str) -> ModelSpec:
     return load_model_file(EXAMPLES / f"{name}.py")
 
