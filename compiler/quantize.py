@@ -170,8 +170,8 @@ def quantize_module(module: nn.Module, scheme: Scheme) -> dict[str, Derived]:
 
 
 def derived_chunks(rows: Iterator[torch.Tensor], derived: Derived) -> Iterator[torch.Tensor]:
-    """The quantized tensor `derived` names, a slice of rows at a time, from its float weight's rows
-    (each slice already in the model's dtype)."""
+    """The quantized tensor `derived` names, a slice of rows at a time, from its float weight's rows as
+    stored (each converted to the model's dtype first, as the unquantized model would hold them)."""
     for chunk in rows:
         values, scales = quantize_rows(chunk.to(derived.dtype), derived.scheme)
         yield values if derived.part == VALUES else scales
