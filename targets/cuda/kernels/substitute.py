@@ -19,7 +19,7 @@ from typing import Any
 from torch_mlir import ir
 
 from .build import Kernel, Unsupported
-from .cache import cached_kernel
+from .cache import cached_kernel, warm
 from .contract import ATTRIBUTE  # what outline-contractions puts on each function
 from .contraction import (
     Attention,
@@ -166,8 +166,11 @@ def plan(
 ) -> Substitution:
     """Decide, for each function of `module` that outline-contractions made, a kernel (compiled now, or
     found in the cache) or IREE's code; `chooser` picks the configuration and `make` compiles it (both
-    replaceable, for tests)."""
-    return Substitution(tuple(_decide(item, chooser, make) for item in outlined_functions(module)))
+    replaceable, for tests). The cache's kernels are compiled in parallel first (cache.warm)."""
+    items = outlined_functions(module)
+    if make is cached_kernel:
+        warm([wanted for item in items if (wanted := _wanted(item, chooser)) is not None])
+    return Substitution(tuple(_decide(item, chooser, make) for item in items))
 
 
 def outlined_functions(module: ir.Module) -> list[Outlined]:
@@ -194,24 +197,35 @@ def outlined_functions(module: ir.Module) -> list[Outlined]:
 
 
 def _decide(item: Outlined, chooser: Callable[[Contraction], Choice], make: Callable[[Contraction, Tiles], Kernel]) -> Decision:
-    contraction = item.contraction
     try:
-        choice = chooser(contraction)
+        choice = chooser(item.contraction)
         if choice.tiles is None:
             return Decision(item, None, choice.why)
-        if isinstance(contraction, Conv2d):  # a bias is the epilogue's first shift, or added outside
-            bias = contraction.bias and contraction.fused
-            target = replace(contraction, layout=choice.layout, bias=bias, out_layout="nhwc" if choice.layout == "nchw" else "")
-        elif isinstance(contraction, MaxPool2d):
-            target = replace(contraction, layout=choice.layout)
-        elif isinstance(contraction, Attention | RowProgram | CacheWrite):
-            target = contraction  # read as the outlined function receives it
-        else:
-            target = replace(contraction, b_layout="nk")  # B[K, N] is transposed first: see embed.function
-        kernel = make(target, choice.tiles)
+        kernel = make(_target(item.contraction, choice), choice.tiles)
     except Unsupported as why:
         return Decision(item, None, str(why), failed=True)
     return Decision(item, kernel, choice.why)
+
+
+def _wanted(item: Outlined, chooser: Callable[[Contraction], Choice]) -> tuple[Contraction, Tiles] | None:
+    """The kernel `_decide` will ask for, if any (for cache.warm)."""
+    try:
+        choice = chooser(item.contraction)
+    except Unsupported:
+        return None
+    return (_target(item.contraction, choice), choice.tiles) if choice.tiles is not None else None
+
+
+def _target(contraction: Contraction, choice: Choice) -> Contraction:
+    """The contraction in the layout the kernel reads."""
+    if isinstance(contraction, Conv2d):  # a bias is the epilogue's first shift, or added outside
+        bias = contraction.bias and contraction.fused
+        return replace(contraction, layout=choice.layout, bias=bias, out_layout="nhwc" if choice.layout == "nchw" else "")
+    if isinstance(contraction, MaxPool2d):
+        return replace(contraction, layout=choice.layout)
+    if isinstance(contraction, Attention | RowProgram | CacheWrite):
+        return contraction  # read as the outlined function receives it
+    return replace(contraction, b_layout="nk")  # B[K, N] is transposed first: see embed.function
 
 
 def _definition(decision: Decision) -> str:

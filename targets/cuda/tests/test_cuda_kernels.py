@@ -246,6 +246,21 @@ def test_the_cache_compiles_each_kernel_once(tmp_path, monkeypatch):
     assert len(list((tmp_path / "kernels").glob("*.json"))) == 1
 
 
+def test_warming_the_cache_compiles_the_missing_kernels_in_other_processes(tmp_path, monkeypatch):
+    """cache.warm builds in spawned workers what the cache lacks (the PTX the caller would have built),
+    skips what cannot be built, and leaves nothing for the caller to compile."""
+    monkeypatch.setenv("KILN_CACHE_DIR", str(tmp_path))
+    wanted = [(Matmul(64, n, 64, "bf16", "bf16", "nk"), Tiles(64, 64, 64, 4, 4)) for n in (64, 128, 192)]
+    unsupported = (Matmul(64, 64, 64, "f16", "f16", "nk"), Tiles(64, 64, 64, 4, 4))  # not checked on a GPU
+    assert cache.warm([*wanted, wanted[0], unsupported], workers=2) == 4  # the repeat counted once
+    assert len(list((tmp_path / "kernels").glob("*.json"))) == 3
+    built = [cache.cached_kernel(*pair) for pair in wanted[:1]]
+    monkeypatch.setattr(cache, "compile_kernel", lambda *_: pytest.fail("compiled again"))
+    assert [cache.cached_kernel(*pair) for pair in wanted[:1]] == built
+    assert built[0].ptx == build.compile_kernel(*wanted[0]).ptx
+    assert cache.warm(wanted, workers=2) == 0
+
+
 def test_unchecked_or_oversized_contractions_are_unsupported():
     with pytest.raises(Unsupported, match="f16 mm kernels have not been checked on a GPU yet"):
         build.check(Matmul(64, 64, 64, "f16", "f16", "nk"))
