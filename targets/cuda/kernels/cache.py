@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
+import pickle
+import subprocess
+import sys
 import tempfile
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 
@@ -62,23 +63,34 @@ def cached_kernel(contraction: Contraction, tiles: Tiles) -> Kernel:
 def warm(wanted: Sequence[tuple[Contraction, Tiles]], workers: int | None = None) -> int:
     """Compile, in `workers` processes (default: one per core), the kernels of `wanted` the cache lacks,
     into the cache; returns how many were missing. Fewer than two missing, or one worker: nothing is
-    done here (cached_kernel compiles them when asked). A kernel that cannot be compiled is left out,
-    to fail again, with its reason, where it is asked for."""
+    done here (cached_kernel compiles them when asked). A kernel a worker could not compile is left
+    out, to fail again, with its reason, where it is asked for; so is everything, if a worker fails.
+
+    The workers are plain `python -c` processes fed pickles on stdin, not multiprocessing's: its spawned
+    children import the caller's `__main__` again, which a script calling kiln.compile at its top level
+    would run again."""
     missing = list(dict.fromkeys(pair for pair in wanted if not (cache_dir() / f"{_key(*pair)}.json").is_file()))
     workers = min(len(missing), workers or os.cpu_count() or 1)
     if len(missing) < 2 or workers < 2:
         return len(missing)
-    # spawned, not forked: the caller holds MLIR contexts and torch's thread pools
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        list(pool.map(_build_quietly, missing))
+    command = [sys.executable, "-c", f"from {__name__} import build_from_stdin; build_from_stdin()"]
+    children = [subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for _ in range(workers)]
+    for index, child in enumerate(children):
+        assert child.stdin is not None
+        with child.stdin:
+            child.stdin.write(pickle.dumps(missing[index::workers]))
+    for child in children:
+        child.wait()
     return len(missing)
 
 
-def _build_quietly(pair: tuple[Contraction, Tiles]) -> None:
-    try:
-        cached_kernel(*pair)
-    except Unsupported:
-        pass
+def build_from_stdin() -> None:
+    """A warm worker: build the pickled (contraction, tiles) pairs on stdin into the cache."""
+    for pair in pickle.loads(sys.stdin.buffer.read()):
+        try:
+            cached_kernel(*pair)
+        except Unsupported:
+            pass
 
 
 def _key(contraction: Contraction, tiles: Tiles) -> str:
