@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
 import runpy
 import subprocess
@@ -259,6 +260,23 @@ def test_warming_the_cache_compiles_the_missing_kernels_in_other_processes(tmp_p
     assert [cache.cached_kernel(*pair) for pair in wanted[:1]] == built
     assert built[0].ptx == build.compile_kernel(*wanted[0]).ptx
     assert cache.warm(wanted, workers=2) == 0
+
+
+def test_warming_from_a_script_does_not_run_the_script_again(tmp_path):
+    """A script that compiles at its top level (no `if __name__ == "__main__"`): the workers must not
+    import it again, as multiprocessing's spawned children would."""
+    script = tmp_path / "top.py"
+    script.write_text(
+        "print('the script ran')\n"
+        "from kiln.targets.cuda.kernels import cache\n"
+        "from kiln.targets.cuda.kernels.contraction import Matmul\n"
+        "from kiln.targets.cuda.kernels.tiles import Tiles\n"
+        "cache.warm([(Matmul(64, n, 64, 'bf16', 'bf16', 'nk'), Tiles(64, 64, 64, 4, 4)) for n in (64, 128)], workers=2)\n"
+    )
+    env = {**os.environ, "KILN_CACHE_DIR": str(tmp_path / "cache")}
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0 and result.stdout.count("the script ran") == 1, result.stdout + result.stderr[-2000:]
+    assert len(list((tmp_path / "cache" / "kernels").glob("*.json"))) == 2
 
 
 def test_unchecked_or_oversized_contractions_are_unsupported():
