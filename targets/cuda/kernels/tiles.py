@@ -196,11 +196,19 @@ def _int4_gemv_tiles(mm: Matmul, block_m: int, weights: int) -> Tiles:
     """kiln_gemv_quantized's int4 configuration: half bf16's products a step (4,096 over the rows and
     weights), whose f32 values of A at both halves of a row otherwise take the registers (8,192 took
     244 a thread: two programs an SM; 4,096, 128), the K step `block_k` bytes of each row, whole groups
-    that divide half a row, up to 1,024. Not measured against other configurations yet."""
+    that divide half a row, up to 1,024; and at most N / 256 rows a program, so that a narrow weight
+    still has a few programs an SM.
+
+    Timed against 20 configurations (benchmarks/gemv_tiles.py --quantize int4, the H200): on the ten
+    Llama-3.2-1B and Llama-3.1-8B weights it was fitted on, 1.06x the fastest on average, 1.29x at
+    worst (results/gemv-int4-h200.json); on Phi-3-mini's five, held out, at most 1.03x; Qwen2.5-0.5B's
+    MLP down projection (896 x 4,864: one group a step) took 1.79x the fastest in 32 rows a program
+    before the N / 256 bound, which gives the fastest, 2 (results/gemv-int4-heldout-h200.json)."""
     group = mm.quantized[1]
     per_half = mm.k // 2 // group
     block_k = group * max(count for count in (1, 2, 4, 8) if per_half % count == 0 and group * count <= 1024)
-    return Tiles(block_m, max(1, 4096 // block_m // block_k // weights), block_k, 4, 1)
+    narrow = 1 << (max(1, mm.n // 256).bit_length() - 1)
+    return Tiles(block_m, max(1, min(4096 // block_m // block_k // weights, narrow)), block_k, 4, 1)
 
 
 # kiln_matmul's 16-bit configurations, largest first (block_k 64: a wgmma's K for bf16 is 16, four a step)
