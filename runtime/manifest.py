@@ -262,6 +262,10 @@ def check_manifest_json(data: Any) -> None:
         _text(data["precision"], "precision")
     if data.get("quantized") is not None:
         _text(data["quantized"], "quantized")
+    for index, feature in enumerate(_list(data.get("cpu_features", []), "cpu_features")):
+        _text(feature, f"cpu_features[{index}]")
+    for index, record in enumerate(_list(data.get("kernels", []), "kernels")):  # informational: any object
+        _mapping(record, f"kernels[{index}]")
     if data.get("parameters") is not None:
         parameters = _mapping(data["parameters"], "parameters")
         for key in ("count", "bytes"):

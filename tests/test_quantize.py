@@ -26,6 +26,7 @@ from kiln.compiler.options import CompileOptions
 from kiln.compiler.quantize import QuantizedLinear, Scheme, quantize_model, quantize_module, quantize_rows
 from kiln.errors import KilnError
 from kiln.runtime.generation import prefill
+from kiln.runtime.manifest import Manifest, ManifestError
 
 safetensors_torch = pytest.importorskip("safetensors.torch")
 VOCAB = 256
@@ -134,6 +135,23 @@ def test_kiln_compile_quantize_is_in_the_manifest(quantized_llama: tuple, tmp_pa
     assert json.loads((tmp_path / "m.json").read_text())["quantized"] == "int8"
     result = CliRunner().invoke(kiln_cli, ["compile", str(path), "--quantize", "int2"])
     assert result.exit_code != 0 and "'int2' is not one of 'int8', 'int4'" in result.output
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("quantized", 4, r"quantized: expected"),
+        ("cpu_features", True, r"cpu_features: expected a list, got True"),  # the reliability fuzz's find
+        ("cpu_features", ["avx512bf16", 7], r"cpu_features\[1\]: expected"),
+        ("kernels", [3], r"kernels\[0\]: expected an object, got 3"),
+    ],
+)
+def test_a_damaged_manifest_field_is_a_manifest_error(quantized_llama: tuple, field: str, value: object, message: str) -> None:
+    _, artifact, _ = quantized_llama
+    data = json.loads(artifact.with_suffix(".json").read_text())
+    data[field] = value
+    with pytest.raises(ManifestError, match=message):
+        Manifest.from_json(json.dumps(data))
 
 
 def _archive(path) -> dict[str, bytes]:

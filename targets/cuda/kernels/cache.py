@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from . import build
 from .build import Kernel, Unsupported, compile_kernel, triton_version
 from .contraction import Contraction
 from .tiles import Tiles
@@ -63,13 +64,14 @@ def cached_kernel(contraction: Contraction, tiles: Tiles) -> Kernel:
 def warm(wanted: Sequence[tuple[Contraction, Tiles]], workers: int | None = None) -> int:
     """Compile, in `workers` processes (default: one per core), the kernels of `wanted` the cache lacks,
     into the cache; returns how many were missing. Fewer than two missing, or one worker: nothing is
-    done here (cached_kernel compiles them when asked). A kernel a worker could not compile is left
-    out, to fail again, with its reason, where it is asked for; so is everything, if a worker fails.
+    done here (cached_kernel compiles them when asked). What build.check refuses is not sent, and a
+    kernel a worker could not compile is left out: each fails again, with its reason, where it is
+    asked for (so does everything, if a worker fails).
 
     The workers are plain `python -c` processes fed pickles on stdin, not multiprocessing's: its spawned
     children import the caller's `__main__` again, which a script calling kiln.compile at its top level
     would run again."""
-    missing = list(dict.fromkeys(pair for pair in wanted if not (cache_dir() / f"{_key(*pair)}.json").is_file()))
+    missing = list(dict.fromkeys(pair for pair in wanted if not (cache_dir() / f"{_key(*pair)}.json").is_file() and _buildable(pair[0])))
     workers = min(len(missing), workers or os.cpu_count() or 1)
     if len(missing) < 2 or workers < 2:
         return len(missing)
@@ -82,6 +84,16 @@ def warm(wanted: Sequence[tuple[Contraction, Tiles]], workers: int | None = None
     for child in children:
         child.wait()
     return len(missing)
+
+
+def _buildable(contraction: Contraction) -> bool:
+    """Whether build.check lets a kernel be generated for `contraction` here (Triton installed, its
+    version, the kernel checked on a GPU): what it refuses falls back where it is asked for."""
+    try:
+        build.check(contraction)
+    except Unsupported:
+        return False
+    return True
 
 
 def build_from_stdin() -> None:
