@@ -167,10 +167,10 @@ def plan(
     """Decide, for each function of `module` that outline-contractions made, a kernel (compiled now, or
     found in the cache) or IREE's code; `chooser` picks the configuration and `make` compiles it (both
     replaceable, for tests). The cache's kernels are compiled in parallel first (cache.warm)."""
-    items = outlined_functions(module)
+    chosen = [(item, chooser(item.contraction)) for item in outlined_functions(module)]
     if make is cached_kernel:
-        warm([wanted for item in items if (wanted := _wanted(item, chooser)) is not None])
-    return Substitution(tuple(_decide(item, chooser, make) for item in items))
+        warm([(_target(item.contraction, choice), choice.tiles) for item, choice in chosen if choice.tiles is not None])
+    return Substitution(tuple(_decide(item, choice, make) for item, choice in chosen))
 
 
 def outlined_functions(module: ir.Module) -> list[Outlined]:
@@ -196,24 +196,14 @@ def outlined_functions(module: ir.Module) -> list[Outlined]:
     return found
 
 
-def _decide(item: Outlined, chooser: Callable[[Contraction], Choice], make: Callable[[Contraction, Tiles], Kernel]) -> Decision:
+def _decide(item: Outlined, choice: Choice, make: Callable[[Contraction, Tiles], Kernel]) -> Decision:
+    if choice.tiles is None:
+        return Decision(item, None, choice.why)
     try:
-        choice = chooser(item.contraction)
-        if choice.tiles is None:
-            return Decision(item, None, choice.why)
         kernel = make(_target(item.contraction, choice), choice.tiles)
     except Unsupported as why:
         return Decision(item, None, str(why), failed=True)
     return Decision(item, kernel, choice.why)
-
-
-def _wanted(item: Outlined, chooser: Callable[[Contraction], Choice]) -> tuple[Contraction, Tiles] | None:
-    """The kernel `_decide` will ask for, if any (for cache.warm)."""
-    try:
-        choice = chooser(item.contraction)
-    except Unsupported:
-        return None
-    return (_target(item.contraction, choice), choice.tiles) if choice.tiles is not None else None
 
 
 def _target(contraction: Contraction, choice: Choice) -> Contraction:
