@@ -241,22 +241,25 @@ class BoundWeights:
         (checked when bound), from a hook whole (checked here). A quantized tensor is made from its
         weight's rows a slice at a time too."""
         if name in self.derived:
-            for chunk in derived_chunks(self._rows(self.derived[name].weight), self.derived[name]):
+            for chunk in self._derived_chunks(name):
                 file.write(_as_bytes(chunk))
         elif isinstance(self.source, SafetensorsCheckpoint):
             self.source.write(self.stored_names[name], dtype, file)
         else:
             file.write(_as_bytes(self.tensor(name, dtype)))
 
-    def _rows(self, name: str) -> Iterator[torch.Tensor]:
+    def _derived_chunks(self, name: str) -> Iterator[torch.Tensor]:
+        """The quantized tensor `name`, made from its float weight's rows a slice at a time (a hook's whole)."""
+        weight = self.derived[name].weight
         if isinstance(self.source, SafetensorsCheckpoint):
-            yield from self.source.rows(self.stored_names[name])
+            rows = self.source.rows(self.stored_names[weight])
         else:
-            yield self.tensor(name, self.expected[self.stored_names[name]][1])
+            rows = iter([self.tensor(weight, self.expected[self.stored_names[weight]][1])])
+        return derived_chunks(rows, self.derived[name])
 
     def tensor(self, name: str, dtype: torch.dtype) -> torch.Tensor:
         if name in self.derived:
-            return torch.cat(list(derived_chunks(self._rows(self.derived[name].weight), self.derived[name])))
+            return torch.cat(list(self._derived_chunks(name)))
         stored = self.stored_names[name]
         tensor = self.source.tensor(stored)
         self._check(stored, tensor)

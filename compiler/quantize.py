@@ -15,8 +15,8 @@ Schemes, symmetric (no zero points), scales in f32:
 
 Each quantized Linear's parameters are `weight_q` and `weight_scale` (its `bias` is kept): from a
 checkpoint, they are made from the stored `weight` a slice of rows at a time, when the archive is
-written (`derived_tensors`). A Linear the scheme cannot take (int4: K not a multiple of 2G) keeps its
-weight; `quantize_model` says how many.
+written (`derived_chunks`). A Linear the scheme cannot take (int4: K not a multiple of 2G) keeps its
+weight; a model with none it can take is an error.
 
 Imports neither torch_mlir nor IREE: the GPU-side benchmark writes quantized archives with it.
 """

@@ -47,21 +47,20 @@ class QuantizedWeight:
 
 def match(weight: ir.Value) -> QuantizedWeight | None:
     """The quantized weight `weight` is dequantized from, if it is one of the two forms above."""
-    ops: list[ir.Operation] = []
-    dequantized = weight
     rounded = producer(weight, "torch.aten.to.dtype")
     if rounded is not None and _dtype(rounded.operands[0]) == "f32":
-        ops.append(rounded)
-        dequantized = rounded.operands[0]
-    elif _dtype(weight) != "f32":
+        dequantized, rounding = rounded.operands[0], (rounded,)
+    elif _dtype(weight) == "f32":
+        dequantized, rounding = weight, ()
+    else:
         return None
     view = producer(dequantized, "torch.aten.view")
     if view is not None:
-        return _int4(view, ops)
-    return _int8(dequantized, ops)
+        return _int4(view, rounding)
+    return _int8(dequantized, rounding)
 
 
-def _int8(dequantized: ir.Value, ops: list[ir.Operation]) -> QuantizedWeight | None:
+def _int8(dequantized: ir.Value, rounding: tuple[ir.Operation, ...]) -> QuantizedWeight | None:
     mul = producer(dequantized, "torch.aten.mul.Tensor")
     widened = producer(mul.operands[0], "torch.aten.to.dtype") if mul is not None else None
     if mul is None or widened is None:
@@ -70,10 +69,10 @@ def _int8(dequantized: ir.Value, ops: list[ir.Operation]) -> QuantizedWeight | N
     shape = _shape(dequantized)
     if _dtype(values) != "si8" or _dtype(scales) != "f32" or _shape(values) != shape or shape is None or _shape(scales) != (shape[0], 1):
         return None
-    return QuantizedWeight(values, scales, 8, 0, (widened, mul, *reversed(ops)))
+    return QuantizedWeight(values, scales, 8, 0, (widened, mul, *rounding))
 
 
-def _int4(view: ir.Operation, ops: list[ir.Operation]) -> QuantizedWeight | None:
+def _int4(view: ir.Operation, rounding: tuple[ir.Operation, ...]) -> QuantizedWeight | None:
     shape = _shape(view.results[0])
     mul = producer(view.operands[0], "torch.aten.mul.Tensor")
     if shape is None or len(shape) != 2 or mul is None:
@@ -104,7 +103,7 @@ def _int4(view: ir.Operation, ops: list[ir.Operation]) -> QuantizedWeight | None
         return None
     if constant_ints(split.operands[1]) is None or constant_ints(view.operands[1]) is None:
         return None
-    chain = (low, shifted, high, parts, cat, widened, sub, split, unsqueeze, mul, view, *reversed(ops))
+    chain = (low, shifted, high, parts, cat, widened, sub, split, unsqueeze, mul, view, *rounding)
     return QuantizedWeight(values, scales, 4, group, chain)
 
 
