@@ -25,7 +25,7 @@ from pathlib import Path
 import click
 import torch
 import torch.nn.functional as F
-from gemv_tiles import timed_us
+from gemv_tiles import timed_configurations, timed_us
 
 from kiln.targets.cuda.kernels.contraction import Attention
 from kiln.targets.cuda.kernels.tiles import Tiles, attention_candidates
@@ -73,18 +73,9 @@ def time_shape(model: str, heads: int, d: int, seq_k: int, batch: int, groups: i
     contraction = Attention(batch, heads, rows, seq_k, d, "bf16", causal=False, scale=d**-0.5, mask="bf16", mask_shape=(1, 1, 1, seq_k))
     chosen = attention_candidates(contraction)[0]
     flash = Tiles(64, 64, d, 4, 3)  # the flash kernel's choice for one query row before
-    found = []
-    for tiles in dict.fromkeys([chosen, *attention_candidates(contraction), flash]):
-        call = functools.partial(launch, q, k, v, mask, out, tiles)
-        try:
-            us = timed_us(call)
-        except Exception as exc:  # a configuration Triton refuses is a line, not the end of the run
-            print(f"{model} {tiles.label}: {type(exc).__name__}: {exc}"[:300], flush=True)
-            continue
-        call()
-        error = float((out.float() - reference).norm() / reference.norm())
-        found.append({"model": model, "batch": batch, "heads": heads, "rows": rows, "head_dim": d, "seq_k": seq_k, "tiles": tiles.label, "chosen": tiles == chosen,
-                     "us": round(us, 2), "gb_s": round(bytes_read / us / 1e3, 1), "rel_l2": error, "torch_us": round(torch_us, 2)})  # fmt: skip
+    calls = {tiles: functools.partial(launch, q, k, v, mask, out, tiles) for tiles in [chosen, *attention_candidates(contraction), flash]}
+    row = {"model": model, "batch": batch, "heads": heads, "rows": rows, "head_dim": d, "seq_k": seq_k, "torch_us": round(torch_us, 2)}
+    found = timed_configurations(row, calls, chosen, out, reference, bytes_read, model)
     best = min((row for row in found if row["tiles"].startswith("1x")), key=lambda row: row["us"])
     mine = next(row for row in found if row["chosen"])
     old = next((row for row in found if row["tiles"] == flash.label), None)

@@ -94,25 +94,27 @@ def time_quantized_shape(model: str, n: int, k: int, scheme: Scheme) -> list[dic
     chosen = gemv_tiles(Matmul(1, n, k, "bf16", "bf16", quantized=(scheme.bits, scheme.group)))
     calls = {tiles: functools.partial(launch_quantized, x, layer, out, tiles) for tiles in [chosen, *quantized_configurations(k, scheme)]}
     row = {"model": model, "n": n, "k": k, "scheme": scheme.name, "torch_us": round(torch_us, 2)}
-    rows = _timed_configurations(row, calls, chosen, out, reference, weight_bytes)
+    rows = timed_configurations(row, calls, chosen, out, reference, weight_bytes, f"{model} {n}x{k}")
     _summary(model, n, k, scheme.name, torch_us, w.numel() * 2, rows)
     return rows
 
 
-def _timed_configurations(
-    row: dict, calls: dict[Tiles, functools.partial], chosen: Tiles, out: torch.Tensor, reference: torch.Tensor, weight_bytes: int
+def timed_configurations(
+    row: dict, calls: dict[Tiles, functools.partial], chosen: Tiles, out: torch.Tensor, reference: torch.Tensor, bytes_read: int, label: str
 ) -> list[dict]:
-    """`row` for each configuration that ran: its time, its rate and its result's error against `reference`."""
+    """`row` for each configuration (`calls`: each launches its kernel into `out`) that ran: its time,
+    its rate (`bytes_read` a call) and its result's error against `reference`; `label` names the shape
+    in the line a configuration that failed prints (attention_row_tiles.py's too)."""
     rows = []
     for tiles, call in calls.items():
         try:
             us = timed_us(call)
         except Exception as exc:  # a configuration Triton refuses is a line, not the end of the run
-            print(f"{row['model']} {row['n']}x{row['k']} {tiles.label}: {type(exc).__name__}: {exc}"[:300], flush=True)
+            print(f"{label} {tiles.label}: {type(exc).__name__}: {exc}"[:300], flush=True)
             continue
         call()
         error = float((out.float() - reference).norm() / reference.norm())
-        rows.append({**row, "tiles": tiles.label, "chosen": tiles == chosen, "us": round(us, 2), "gb_s": round(weight_bytes / us / 1e3, 1), "rel_l2": error})
+        rows.append({**row, "tiles": tiles.label, "chosen": tiles == chosen, "us": round(us, 2), "gb_s": round(bytes_read / us / 1e3, 1), "rel_l2": error})
     return rows
 
 
@@ -173,7 +175,7 @@ def time_shape(model: str, n: int, k: int, layout: str, dtype: str) -> list[dict
     chosen = gemv_tiles(Matmul(1, n, k, dtype, dtype, layout))
     calls = {tiles: functools.partial(launch, x, w, out, layout, tiles) for tiles in [chosen, *configurations(n, k)]}
     row = {"model": model, "n": n, "k": k, "layout": layout, "torch_us": round(torch_us, 2)}
-    rows = _timed_configurations(row, calls, chosen, out, reference, weight_bytes)
+    rows = timed_configurations(row, calls, chosen, out, reference, weight_bytes, f"{model} {n}x{k}")
     _summary(model, n, k, layout, torch_us, weight_bytes, rows)
     return rows
 
