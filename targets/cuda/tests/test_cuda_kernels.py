@@ -385,11 +385,19 @@ def test_command_buffers_with_kiln_kernels_are_recorded_once(model, dumps):
     assert "memoize_result" in hal.read_text()
 
 
-@pytest.mark.parametrize("model", ["mlp", "convnet_bn"])
-def test_thin_artifacts_keep_their_kernels(model, dumps):
-    """Thinning leaves the kernels' PTX whole and finds the weights, also those IREE stored in the
-    NHWC kernels' layout ([K, R, S, C], computed at compile time from the model's [K, C, R, S])."""
-    compiled = hopper_compile(model, dumps / model)
+@pytest.mark.parametrize(("model", "const_eval"), [("mlp", False), ("convnet_bn", False), ("convnet_bn", True)])
+def test_thin_artifacts_keep_their_kernels(model, const_eval, dumps):
+    """Thinning leaves the kernels' PTX whole and finds the weights. kiln turns IREE's const-eval off
+    (targets/resolve.py): the weights are stored as the model has them, and the layouts the kernels
+    read are made when the artifact is loaded. With const-eval on (a user's --iree-flag), IREE stores
+    some in those layouts, computed at compile time ([K, R, S, C] from the model's [K, C, R, S]), and
+    thinning finds those too."""
+    if const_eval:
+        spec = model_spec(MODELS / f"{model}.py")
+        options = CompileOptions(target="cuda", gpu_arch="sm_90", extra_iree_flags=("--iree-opt-const-eval=true",))
+        compiled = run_pipeline(spec, options).compiled
+    else:
+        compiled = hopper_compile(model, dumps / model)
     tensors = model_tensors(runpy.run_path(str(MODELS / f"{model}.py"))["get_model"]())
     thinned, recipe = thin(compiled.vmfb, tensors)
     left = zlib.decompress(thinned)
@@ -399,10 +407,10 @@ def test_thin_artifacts_keep_their_kernels(model, dumps):
     assert left.count(b".target sm_90a") == compiled.vmfb.count(b".target sm_90a") > 0
     assert len(thinned) < len(compiled.vmfb) / 10  # the weights stayed behind
     permuted = [weight for weight in recipe["weights"] if "permutation" in weight]
-    # convnet_bn: the three NHWC convolutions' weights (its RGB stem's kernel reads NCHW/KCRS as they
-    # are), and the classifier's, which IREE stores transposed for its own GEMV: cuda keeps IREE's
-    # transposes out of its contractions (targets/cuda/target.py), so x @ W.T's W.T is a constant
-    want = {"mlp": [], "convnet_bn": [[0, 2, 3, 1]] * 3 + [[1, 0]]}[model]
+    # with const-eval, convnet_bn's three NHWC convolutions' weights (its RGB stem's kernel reads
+    # NCHW/KCRS as they are), and the classifier's, which IREE stores transposed for its own GEMV:
+    # cuda keeps IREE's transposes out of its contractions (targets/cuda/target.py)
+    want = [[0, 2, 3, 1]] * 3 + [[1, 0]] if const_eval else []
     assert sorted(weight["permutation"] for weight in permuted) == sorted(want)
     assert thicken(thinned, recipe, tensors) == compiled.vmfb
 

@@ -5,7 +5,7 @@ to `linalg.depthwise_conv_2d_nchw_chw`, which IREE's llvm-cpu backend cannot vec
 channels: on the 16-core host it took most of mobilenet_block's time. In NHWC
 (`depthwise_conv_2d_nhwc_hwc`) each filter tap is a vector FMA over contiguous channels, which IREE
 compiles well. The input (its zero padding rebuilt in NHWC), the filter ([C, R, S] -> [R, S, C]) and
-the result are transposed around it: IREE folds the filter's at compile time and moves the others
+the result are transposed around it: IREE computes the filter's once, at load, and moves the others
 into the neighbouring dispatches, which are NHWC themselves once kiln's channels-last lever has
 turned the other convolutions.
 
