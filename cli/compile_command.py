@@ -125,7 +125,8 @@ def compile_command(
                     convolutions (batch norm and ReLU fused),
                     depthwise convolutions, max pooling, attention, layer norms and
                     softmax with the elementwise ops around them, long elementwise
-                    chains, and --generate's KV-cache writes (in place);
+                    chains, and --generate's KV-cache writes (in place; in a
+                    decode step with the rotary embedding of queries and keys);
                     other GPUs IREE 3.13 lacks (sm_100: B200) get sm_80, which their
                     driver JIT-compiles. Default: the local GPU, else sm_80.
       vulkan-spirv  Vulkan compute: ampere, ada, turing, sm_XX, rdna3, valhall, adreno, ...

@@ -19,7 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from .contract import MAX_STACKED, gated_outlined, head_dim_taken
-from .contraction import Attention, CacheWrite, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram, results
+from .contraction import (
+    Attention,
+    CacheWrite,
+    Contraction,
+    Conv2d,
+    Matmul,
+    MaxPool2d,
+    RotaryCacheWrite,
+    RowProgram,
+    results,
+)
 from .tiles import SMALL_M, Tiles
 
 TRITON_VERSION = "3.9.0"  # the version the ABI trim below was written against and the GPU run used
@@ -35,6 +45,7 @@ CHECKED = {
     ("depthwise conv2d", "f32", "ieee"), ("depthwise conv2d", "bf16", ""), ("maxpool2d", "f32", ""), ("maxpool2d", "bf16", ""),
     ("attention", "f32", "tf32x3"), ("attention", "f32", "tf32"), ("attention", "bf16", ""),
     ("rows", "f32", ""), ("rows", "bf16", ""), ("cache write", "f32", ""), ("cache write", "bf16", ""),
+    ("rotary cache write", "f32", ""), ("rotary cache write", "bf16", ""),
     ("quantized gemv", "f32", "tf32x3"), ("quantized gemv", "f32", "tf32"), ("quantized gemv", "bf16", ""),
 }  # fmt: skip
 MAX_ROW_WIDTH = 16384  # a row program holds whole rows in registers: wider ones would spill
@@ -102,6 +113,8 @@ def _kind(contraction: Contraction) -> str:
         return "rows"
     if isinstance(contraction, CacheWrite):
         return "cache write"
+    if isinstance(contraction, RotaryCacheWrite):
+        return "rotary cache write"
     return "maxpool2d" if isinstance(contraction, MaxPool2d) else "attention"
 
 
@@ -117,6 +130,8 @@ def compile_kernel(contraction: Contraction, tiles: Tiles) -> Kernel:
         return _compile_rows(contraction, tiles)
     if isinstance(contraction, CacheWrite):
         return _compile_cache_write(contraction, tiles)
+    if isinstance(contraction, RotaryCacheWrite):
+        return _compile_rotary_cache_write(contraction, tiles)
     return _compile_attention(contraction, tiles)
 
 
@@ -126,6 +141,14 @@ def _compile_cache_write(write: CacheWrite, tiles: Tiles) -> Kernel:
     constants = dict(ROWS=rows, TOKENS=write.tokens, SEQ=write.seq, DIM=write.dim, BLOCK=tiles.block_n)
     programs = math.ceil(rows * write.tokens * write.dim / tiles.block_n)
     return _compile(_fixed("kiln_cache_write"), ("pos_ptr", "new_ptr", "cache_ptr"), constants, write, tiles, (programs, 1, 1), "kiln_kv")
+
+
+def _compile_rotary_cache_write(write: RotaryCacheWrite, tiles: Tiles) -> Kernel:
+    """Tiles: a head a program, block_n its padded width."""
+    constants = dict(Q_HEADS=write.q_heads, KV_HEADS=write.kv_heads, SEQ=write.seq, DIM=write.dim, COS_BATCH=write.cos_batch, BLOCK=tiles.block_n)
+    pointers = ("pos_ptr", "q_ptr", "k_ptr", "v_ptr", "cos_ptr", "sin_ptr", "kc_ptr", "vc_ptr", "qo_ptr")
+    programs = write.batch * (write.q_heads + 2 * write.kv_heads)
+    return _compile(_fixed("kiln_rotary_cache_write"), pointers, constants, write, tiles, (programs, 1, 1), "kiln_rkv")
 
 
 def _compile_matmul(mm: Matmul, tiles: Tiles) -> Kernel:

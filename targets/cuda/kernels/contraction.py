@@ -502,7 +502,60 @@ class CacheWrite:
         return self.label
 
 
-Contraction = Matmul | Conv2d | MaxPool2d | Attention | RowProgram | CacheWrite
+@dataclass(frozen=True)
+class RotaryCacheWrite:
+    """A decode step's queries and keys rotated (rotary position embedding, transformers'
+    `x * cos + rotate_half(x) * sin`, each step rounded to the dtype as eager rounds it) and its keys
+    and values written into one layer's KV cache at slot p (`CacheWrite`'s select, for K and V): one
+    dispatch where IREE made two of the rotations and kiln two of the writes. One token a row; cos and
+    sin are [cos_batch, 1, 1, dim] (cos_batch 1 or batch). The rotated queries are the kernel's result;
+    the two caches, its last two operands, are updated in place (tied)."""
+
+    batch: int
+    q_heads: int
+    kv_heads: int
+    seq: int
+    dim: int
+    positions: int  # the position tensor's length (its first element is p)
+    cos_batch: int
+    dtype: str
+    precision: str = ""
+
+    @property
+    def out_dtype(self) -> str:
+        return self.dtype
+
+    def operand_shapes(self) -> tuple[tuple[int, ...], ...]:
+        queries, new = (self.batch, self.q_heads, 1, self.dim), (self.batch, self.kv_heads, 1, self.dim)
+        angles = (self.cos_batch, 1, 1, self.dim)
+        cache = (self.batch, self.kv_heads, self.seq, self.dim)
+        return ((self.positions,), queries, new, new, angles, angles, cache, cache)
+
+    def operand_dtypes(self) -> tuple[str, ...]:
+        return ("i64", *[self.dtype] * 7)
+
+    def result_shape(self) -> tuple[int, ...]:
+        return (self.batch, self.q_heads, 1, self.dim)
+
+    @property
+    def flops(self) -> int:
+        return 0
+
+    @property
+    def label(self) -> str:
+        return f"rkv{self.batch}x{self.q_heads}x{self.kv_heads}x{self.seq}x{self.dim}-cos{self.cos_batch}-{self.dtype}"
+
+    @property
+    def shape_key(self) -> str:
+        return self.label
+
+
+Contraction = Matmul | Conv2d | MaxPool2d | Attention | RowProgram | CacheWrite | RotaryCacheWrite
+
+
+def tied(contraction: Contraction) -> int:
+    """How many of the kernel's last operands it updates in place (results tied to them)."""
+    return {CacheWrite: 1, RotaryCacheWrite: 2}.get(type(contraction), 0)
 
 
 def results(contraction: Contraction) -> tuple[tuple[tuple[int, ...], str], ...]:
@@ -540,6 +593,8 @@ def from_description(description: Mapping[str, Any]) -> Contraction:
         return Attention(**fields)
     if kind == "cache_write":
         return CacheWrite(**fields)
+    if kind == "rotary_cache_write":
+        return RotaryCacheWrite(**fields)
     if kind == "rows":
         return RowProgram(
             tuple(fields["shape"]),

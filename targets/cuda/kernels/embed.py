@@ -20,7 +20,7 @@ import itertools
 from dataclasses import dataclass
 
 from .build import Kernel
-from .contraction import Attention, CacheWrite, Contraction, Conv2d, Matmul, MaxPool2d, results
+from .contraction import Attention, Contraction, Conv2d, Matmul, MaxPool2d, results, tied
 
 # The target of the PTX object; IREE matches objects to the module's executable variants by it.
 EXECUTABLE_TARGET = '#hal.executable.target<"cuda", "cuda-nvptx-fb">'
@@ -39,7 +39,7 @@ def executable(kernel: Kernel, name: str) -> str:
     """The `hal.executable.source` op named `name` holding `kernel`."""
     ptx = kernel.ptx.encode() + b"\0"  # the driver loads PTX as a NUL-terminated string
     operands = len(kernel.contraction.operand_shapes())
-    read_only = operands - 1 if isinstance(kernel.contraction, CacheWrite) else operands  # its last operand is its result
+    read_only = operands - tied(kernel.contraction)  # the operands it updates in place are last
     bindings = ",\n      ".join(
         ['#hal.pipeline.binding<storage_buffer, "ReadOnly|Indirect">'] * read_only
         + ["#hal.pipeline.binding<storage_buffer, Indirect>"] * (operands - read_only + len(results(kernel.contraction)))
@@ -64,7 +64,7 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
     """`func.func private @name` with `signature`, computing `described` (the contraction as the
     function receives it: NCHW, B as W[N, K] or B[K, N]; attention in the layouts the kernel reads) by
     dispatching `kernel`."""
-    if isinstance(kernel.contraction, CacheWrite):
+    if tied(kernel.contraction):
         return _in_place(kernel, name, executable_name, signature)
     body = _Body()
     args = [f"%arg{index}" for index in range(len(signature.operands))]
@@ -120,20 +120,31 @@ def function(kernel: Kernel, name: str, executable_name: str, signature: Signatu
 
 
 def _in_place(kernel: Kernel, name: str, executable_name: str, signature: Signature) -> str:
-    """The function of a kernel that updates its last operand in place: the dispatch's one result is
-    tied to that operand (`-> %operand`), so IREE passes the operand's buffer to be written."""
+    """The function of a kernel that updates its last operands in place: the dispatch's results tied to
+    them (`-> %operand`), so IREE passes the operands' buffers to be written, after the results of
+    its own (a RotaryCacheWrite's queries), as the function returns them."""
     body = _Body()
     dtypes = ["i64" if dtype == "si64" else dtype for dtype in (_dtype(type_) for type_ in signature.operands)]
     types = [_tensor(_shape(type_), dtype) for type_, dtype in zip(signature.operands, dtypes, strict=True)]
     built = [body.to_builtin(f"%arg{index}", type_, builtin) for index, (type_, builtin) in enumerate(zip(signature.operands, types, strict=True))]
-    dispatched = body.line(f"flow.dispatch @{executable_name}::@{kernel.entry}({', '.join(built)}) : ({', '.join(types)}) -> {built[-1]}")
-    (result_type,) = signature.results
-    result = body.line(f"torch_c.from_builtin_tensor {dispatched} : {types[-1]} -> {result_type}")
+    updated = len(built) - tied(kernel.contraction)
+    own = [_tensor(shape, dtype) for shape, dtype in results(kernel.contraction)]
+    listed = [*own, *built[updated:]]
+    dispatched = body.line(
+        f"flow.dispatch @{executable_name}::@{kernel.entry}({', '.join(built)}) : ({', '.join(types)}) -> "
+        + (listed[0] if len(listed) == 1 else f"({', '.join(listed)})"),
+        count=len(listed),
+    )
+    returned = [
+        body.line(f"torch_c.from_builtin_tensor {dispatched}{f'#{index}' if len(listed) > 1 else ''} : {type_} -> {result_type}")
+        for index, (type_, result_type) in enumerate(zip([*own, *types[updated:]], signature.results, strict=True))
+    ]
     header = ", ".join(f"%arg{index}: {type_}" for index, type_ in enumerate(signature.operands))
+    results_text = ", ".join(signature.results)
     return (
-        f"  func.func private @{name}({header}) -> {result_type} {{\n"
+        f"  func.func private @{name}({header}) -> {results_text if len(returned) == 1 else '(' + results_text + ')'} {{\n"
         + "".join(f"    {line}\n" for line in body.lines)
-        + f"    return {result} : {result_type}\n  }}\n"
+        + f"    return {', '.join(returned)} : {results_text}\n  }}\n"
     )
 
 

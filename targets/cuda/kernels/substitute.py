@@ -28,6 +28,7 @@ from .contraction import (
     Conv2d,
     Matmul,
     MaxPool2d,
+    RotaryCacheWrite,
     RowProgram,
     from_description,
 )
@@ -78,7 +79,7 @@ class Decision:
 def _layout(contraction: Contraction) -> str:
     if isinstance(contraction, RowProgram):
         return "rows"
-    if isinstance(contraction, CacheWrite):
+    if isinstance(contraction, CacheWrite | RotaryCacheWrite):
         return "bhsd"
     return contraction.b_layout if isinstance(contraction, Matmul) else contraction.layout
 
@@ -88,6 +89,8 @@ def _precision(contraction: Contraction) -> str:
         return contraction.precision
     if isinstance(contraction, MaxPool2d | CacheWrite):
         return "exact"
+    if isinstance(contraction, RotaryCacheWrite):
+        return "f32 arithmetic, each step rounded to its dtype"
     if isinstance(contraction, RowProgram):
         return "f32 arithmetic, each step rounded to its dtype"
     return f"{contraction.dtype}, f32 accumulation"
@@ -213,7 +216,7 @@ def _target(contraction: Contraction, choice: Choice) -> Contraction:
         return replace(contraction, layout=choice.layout, bias=bias, out_layout="nhwc" if choice.layout == "nchw" else "")
     if isinstance(contraction, MaxPool2d):
         return replace(contraction, layout=choice.layout)
-    if isinstance(contraction, Attention | RowProgram | CacheWrite):
+    if isinstance(contraction, Attention | RowProgram | CacheWrite | RotaryCacheWrite):
         return contraction  # read as the outlined function receives it
     return replace(contraction, b_layout="nk")  # B[K, N] is transposed first: see embed.function
 

@@ -16,7 +16,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .contraction import Attention, CacheWrite, Contraction, Conv2d, Matmul, MaxPool2d, RowProgram
+from .contraction import (
+    Attention,
+    CacheWrite,
+    Contraction,
+    Conv2d,
+    Matmul,
+    MaxPool2d,
+    RotaryCacheWrite,
+    RowProgram,
+)
 
 MEASURED = Path(__file__).with_name("measured.json")
 SMS = 132  # an H100's streaming multiprocessors: the heuristic aims for about one program on each
@@ -77,6 +86,9 @@ def choose(contraction: Contraction) -> Choice:
         return Choice(row_candidates(contraction)[0], "", "heuristic (shape not measured)")
     if isinstance(contraction, CacheWrite):
         return Choice(CACHE_WRITE_TILES, "", "a copy of the new tokens: one configuration")
+    if isinstance(contraction, RotaryCacheWrite):
+        width = max(16, 1 << (contraction.dim - 1).bit_length())
+        return Choice(Tiles(1, width, 1, 1, 1), "", "a head a program: one configuration")
     if isinstance(contraction, Attention):
         return Choice(attention_candidates(contraction)[0], contraction.layout, "heuristic (shape not measured)")
     if isinstance(contraction, MaxPool2d) or (isinstance(contraction, Conv2d) and contraction.depthwise):

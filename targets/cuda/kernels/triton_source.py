@@ -284,6 +284,51 @@ def kiln_cache_write(
 
 
 @triton.jit
+def kiln_rotary_cache_write(
+    pos_ptr, q_ptr, k_ptr, v_ptr, cos_ptr, sin_ptr, kc_ptr, vc_ptr, qo_ptr,
+    Q_HEADS: tl.constexpr, KV_HEADS: tl.constexpr, SEQ: tl.constexpr, DIM: tl.constexpr,
+    COS_BATCH: tl.constexpr, BLOCK: tl.constexpr,
+):  # fmt: skip
+    """One program a head of one row: a query head rotated into qo; a key head rotated, or a value head
+    as it is, written at slot p = pos_ptr[0] of its cache (when p lies in [0, SEQ)). The rotation is
+    x * cos + rotate_half(x) * sin, rotate_half(x)[d] = -x[d + DIM/2] below DIM/2 and x[d - DIM/2]
+    above; both products and their sum are rounded to the dtype, as eager's three ops round them."""
+    heads: tl.constexpr = Q_HEADS + 2 * KV_HEADS
+    row, head = tl.program_id(0) // heads, tl.program_id(0) % heads
+    d = tl.arange(0, BLOCK)
+    inside = d < DIM
+    half: tl.constexpr = DIM // 2
+    partner = tl.where(d < half, d + half, d - half)
+    angle = (row % COS_BATCH) * DIM + d
+    cos = tl.load(cos_ptr + angle, mask=inside).to(tl.float32)
+    sin = tl.load(sin_ptr + angle, mask=inside).to(tl.float32)
+    sign = tl.where(d < half, -1.0, 1.0)
+    slot = tl.load(pos_ptr).to(tl.int32) + 0 * d  # a vector: the masks below are elementwise
+    in_cache = inside & (slot >= 0) & (slot < SEQ)
+    if head < Q_HEADS:
+        source = q_ptr + (row * Q_HEADS + head) * DIM
+        rotated = _rotated(source, d, partner, inside, cos, sin, sign, qo_ptr.dtype.element_ty)
+        tl.store(qo_ptr + (row * Q_HEADS + head) * DIM + d, rotated, mask=inside)
+    elif head < Q_HEADS + KV_HEADS:
+        kv = row * KV_HEADS + head - Q_HEADS
+        rotated = _rotated(k_ptr + kv * DIM, d, partner, inside, cos, sin, sign, kc_ptr.dtype.element_ty)
+        tl.store(kc_ptr + (kv * SEQ + slot) * DIM + d, rotated, mask=in_cache)
+    else:
+        kv = row * KV_HEADS + head - Q_HEADS - KV_HEADS
+        tl.store(vc_ptr + (kv * SEQ + slot) * DIM + d, tl.load(v_ptr + kv * DIM + d, mask=inside), mask=in_cache)
+
+
+@triton.jit
+def _rotated(source, d, partner, inside, cos, sin, sign, dtype: tl.constexpr):
+    """x * cos + rotate_half(x) * sin for the head at `source`, each of the three steps rounded to `dtype`."""
+    x = tl.load(source + d, mask=inside).to(tl.float32)
+    turned = tl.load(source + partner, mask=inside).to(tl.float32) * sign
+    straight = (x * cos).to(dtype).to(tl.float32)
+    across = (turned * sin).to(dtype).to(tl.float32)
+    return (straight + across).to(dtype)
+
+
+@triton.jit
 def _output_pixels(rows, P: tl.constexpr, Q: tl.constexpr, STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr,
                    PAD_H: tl.constexpr, PAD_W: tl.constexpr):  # fmt: skip
     """Flat output pixel indices -> (image, p, q) and the input row and column of their first tap."""

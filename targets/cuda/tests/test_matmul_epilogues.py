@@ -64,8 +64,8 @@ class Projections(nn.Module):
         return heads(self.q(x)), heads(self.k(x)), heads(self.v(x))
 
 
-def _outlined(model: nn.Module, x: torch.Tensor, tmp_path: Path) -> str:
-    spec = spec_from_module(model, (x,))
+def _outlined(model: nn.Module, x: torch.Tensor | tuple[torch.Tensor, ...], tmp_path: Path) -> str:
+    spec = spec_from_module(model, x if isinstance(x, tuple) else (x,))
     run_until(spec, CompileOptions(target="cuda", gpu_arch="sm_90a", dump_dir=tmp_path, print_after_all=True, stop_after="simplified"))
     (outlined,) = tmp_path.glob("*.after-outline-contractions.mlir")
     return outlined.read_text()
