@@ -8,16 +8,14 @@ Triton's interpreter; the GPU generation tests (tests/runtime/test_generation_gp
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import torch
-from test_matmul_epilogues import _outlined
+from test_matmul_epilogues import _compiled_on_the_cpu, _outlined
 from torch import nn
 
-from kiln.compiler import run_pipeline
 from kiln.compiler.driver import compile_file
 from kiln.compiler.generation import _written
 from kiln.compiler.model_file import GenerationOptions, ModelSource
@@ -99,13 +97,8 @@ def test_a_decode_layers_rotations_and_writes_are_one_call_whose_body_matches_ea
     assert re.search(r"call @kiln_rotary_cache_write_0\(", main) and "kiln_cache_write" not in main, main
     assert "torch.aten.cat" not in main and "torch.aten.where.self" not in main, main
     assert re.search(r'cos_batch = 2 : i64, dim = 8 : i64, dtype = "bf16", kind = "rotary_cache_write", kv_heads = 2 : i64, positions = 1 : i64, q_heads = 4 : i64, seq = 16', text), text
-    cpu = tmp_path / "cpu"
-    cpu.mkdir()
-    (outlined,) = tmp_path.glob("*.after-outline-row-programs.mlir")
-    shutil.copy(outlined, cpu / "03-simplified.mlir")
-    compiled = run_pipeline(None, CompileOptions(start_from=cpu / "03-simplified.mlir", handoff="torch")).compiled
     with torch.no_grad():
-        (attention, keys, values), (want_attention, want_keys, want_values) = compiled(*inputs), model(*inputs)
+        (attention, keys, values), (want_attention, want_keys, want_values) = _compiled_on_the_cpu(tmp_path)(*inputs), model(*inputs)
     assert torch.equal(values, want_values)
     for got, want in ((keys, want_keys), (attention, want_attention)):
         torch.testing.assert_close(got, want, rtol=2e-2, atol=2e-2)

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from kiln.compiler import CompileOptions, run_pipeline, run_until, spec_from_module
+from kiln.compiler.artifact import Compiled
 from kiln.targets.cuda.kernels.build import Unsupported, compile_kernel
 from kiln.targets.cuda.kernels.contraction import Matmul
 from kiln.targets.cuda.kernels.tiles import Tiles, choose
@@ -71,13 +72,19 @@ def _outlined(model: nn.Module, x: torch.Tensor | tuple[torch.Tensor, ...], tmp_
     return outlined.read_text()
 
 
-def _matches_eager_on_the_cpu(model: nn.Module, x: torch.Tensor, tmp_path: Path) -> None:
-    """The outlined module, each function computing with IREE's code as no kernel replaces it, against eager."""
+def _compiled_on_the_cpu(tmp_path: Path) -> Compiled:
+    """The outlined module of `_outlined`'s dumps, each function computing with IREE's code as no
+    kernel replaces it, compiled for the CPU."""
     cpu = tmp_path / "cpu"
     cpu.mkdir()
     (outlined,) = tmp_path.glob("*.after-outline-row-programs.mlir")
     shutil.copy(outlined, cpu / "03-simplified.mlir")
-    compiled = run_pipeline(None, CompileOptions(start_from=cpu / "03-simplified.mlir", handoff="torch")).compiled
+    return run_pipeline(None, CompileOptions(start_from=cpu / "03-simplified.mlir", handoff="torch")).compiled
+
+
+def _matches_eager_on_the_cpu(model: nn.Module, x: torch.Tensor, tmp_path: Path) -> None:
+    """The outlined module, each function computing with IREE's code as no kernel replaces it, against eager."""
+    compiled = _compiled_on_the_cpu(tmp_path)
     with torch.no_grad():
         got, want = compiled(x), model(x)
     for actual, expected in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,), strict=True):
