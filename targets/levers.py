@@ -2,7 +2,8 @@
 
 A lever is one of a target's defaults beyond IREE's own (the llvm-cpu room's: data tiling,
 channels-last convolutions, kiln's CPU kernels; benchmarks/NOTES.md says what each gained on the
-16-core host), or kiln's run-time checks, which every target keeps. IREE 3.13
+16-core host), or one every target keeps: kiln's run-time checks, and IREE's constant evaluation
+left off (it makes compiles faster, not code). IREE 3.13
 fails to compile some models with some of them (data tiling on a GPT-2 block's layer norm, for one),
 and kiln is never worse than the stack beneath it: where the compile with every lever fails, the
 backend compiles without them, and if that works, tries each lever's fallbacks alone to keep what it
@@ -50,6 +51,15 @@ KEEP_ASSERTIONS = Lever(
     (("--iree-opt-strip-assertions=false",),),
     needs=r"torch\.runtime\.assert|cf\.assert",
 )
+
+# IREE evaluates expressions of constants while compiling (const-eval: it compiles them for the CPU
+# and runs them there), which took 50-70% of iree-compile's time on convolutional models (ResNet-50
+# bf16 on cuda 28.9 -> 10.7 s, EfficientNet-B0 37.6 -> 12.8 s; benchmarks/NOTES.md, "Compile time")
+# and gains nothing per call: the expressions are hoisted into globals either way, and without it
+# they run once, when the artifact is loaded. Weights in an .irpa were never evaluated (IREE cannot
+# read them while compiling). Every target's lever (targets/resolve.py): IREE 3.13 crashes on some
+# modules without it (a matmul over an empty K, whose zero result const-eval folds).
+NO_CONST_EVAL = Lever("no-const-eval", (("--iree-opt-const-eval=false",),))
 
 Setting = tuple[int | None, ...]
 Compile = Callable[[str, tuple[str, ...]], bytes]  # (input text, lever flags) -> .vmfb, or KilnError

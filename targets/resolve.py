@@ -14,6 +14,7 @@ from kiln.runtime.devices import CPU_DRIVER_CHOICES
 
 from . import get_target
 from .gpu import choose_arch
+from .levers import NO_CONST_EVAL
 from .target import WEIGHT_POLICIES, ResolvedTarget
 
 if TYPE_CHECKING:
@@ -27,13 +28,6 @@ STAGE = "target"
 # scaled_dot_product_attention whole (one fused attention op) and using IREE's own lowerings.
 HANDOFFS = ("linalg", "torch")
 KERNEL_CHOICES = ("on", "off")
-# IREE evaluates expressions of constants while compiling (const-eval: it compiles them for the CPU
-# and runs them there), which took 50-70% of iree-compile's time on convolutional models (ResNet-50
-# bf16 on cuda 28.9 -> 10.7 s, EfficientNet-B0 37.6 -> 12.8 s; benchmarks/NOTES.md, "Compile time")
-# and gains nothing per call: the expressions are hoisted into globals either way, and without it
-# they run once, when the artifact is loaded. Weights in an .irpa were never evaluated (IREE cannot
-# read them while compiling). `--iree-flag --iree-opt-const-eval=true` turns it back on.
-IREE_DEFAULTS = ("--iree-opt-const-eval=false",)
 CPU_ATTENTION_CHOICES = ("f32", "bf16")
 
 
@@ -51,7 +45,6 @@ def resolve(options: CompileOptions) -> ResolvedTarget:
         *target.flags(options, arch),
         *input_type,
         f"--iree-opt-level={options.opt_level}",
-        *IREE_DEFAULTS,
         *options.extra_iree_flags,
     )
     for name, value, known in (
@@ -82,6 +75,6 @@ def resolve(options: CompileOptions) -> ResolvedTarget:
         driver=choices.driver or target.driver,
         kernels=choices.kernels,
         passes=choices.passes,
-        levers=target.levers,
+        levers=(*target.levers, NO_CONST_EVAL),
         user_flags=len(options.extra_iree_flags),
     )

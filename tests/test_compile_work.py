@@ -61,11 +61,11 @@ def _models() -> dict[str, tuple[nn.Module, tuple[torch.Tensor, ...], str]]:
     conv = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 8, 3))
     encoder = nn.TransformerEncoderLayer(32, 2, dim_feedforward=64, batch_first=True)
     return {
-        "mlp": (mlp, (torch.randn(4, 32),), "data-tiling"),
+        "mlp": (mlp, (torch.randn(4, 32),), "data-tiling, no-const-eval"),
         # torch-mlir's batch norm asserts its variance is not empty (cf.assert): kept like kiln's checks
-        "conv": (conv, (torch.randn(1, 3, 12, 12),), "assertions, data-tiling, channels-last"),
-        "encoder": (encoder, (torch.randn(2, 8, 32),), "data-tiling, batch-matmul-transposes"),
-        "embed": (Embed(), (torch.tensor([[1, 5, 7, 99]]),), "assertions, data-tiling"),
+        "conv": (conv, (torch.randn(1, 3, 12, 12),), "assertions, data-tiling, channels-last, no-const-eval"),
+        "encoder": (encoder, (torch.randn(2, 8, 32),), "data-tiling, batch-matmul-transposes, no-const-eval"),
+        "embed": (Embed(), (torch.tensor([[1, 5, 7, 99]]),), "assertions, data-tiling, no-const-eval"),
     }
 
 
@@ -113,9 +113,9 @@ def test_kiln_s_runs_cost_a_bounded_multiple_of_plain_iree_compile(compiles) -> 
 def test_iree_does_not_evaluate_constants_while_compiling(compiles) -> None:
     """IREE's const-eval compiles a model's constant expressions (here the batch norm folded into the
     convolution) for the CPU and runs them while compiling: 50-70% of iree-compile's time on
-    convolutional models at published sizes, for nothing per call (targets/resolve.py). kiln turns it
-    off; the same run with it back on (as a user's `--iree-flag` does: the last occurrence wins) costs
-    more CPU even on this tiny model (measured 1.9 s against 1.3)."""
+    convolutional models at published sizes, for nothing per call (targets/levers.py). kiln leaves it
+    off, a lever of every target; the same run with it back on (as a user's `--iree-flag` does: the
+    last occurrence wins) costs more CPU even on this tiny model (measured 1.9 s against 1.3)."""
     vmfb, dumps = compiles["conv"]
     (run,) = vmfb.iree_runs
     assert "--iree-opt-const-eval=false" in run.flags
@@ -127,10 +127,27 @@ def test_iree_does_not_evaluate_constants_while_compiling(compiles) -> None:
     )
 
 
+def test_a_matmul_over_an_empty_k_compiles_with_const_eval_back_on(tmp_path: Path) -> None:
+    """iree-compile 3.13 crashes (SIGFPE in AnnotateDispatchesPass) on a matmul whose K is 0 without
+    const-eval, which folds its zero result: the lever is dropped for that model, with a note, and the
+    artifact gives eager's zeros."""
+
+    class EmptyK(nn.Module):
+        def forward(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return a @ b
+
+    inputs = (torch.randn(3, 0), torch.randn(0, 4))
+    notes: list[str] = []
+    compilation = run_pipeline(spec_from_module(EmptyK(), inputs), CompileOptions(cpu=CPU, dump_dir=tmp_path), say=notes.append)
+    assert "no-const-eval" not in compilation.compiled.manifest.target_details["levers"]
+    assert any("no-const-eval" in note for note in notes), notes
+    torch.testing.assert_close(compilation.compiled(*inputs), torch.zeros(3, 4))
+
+
 def test_a_lever_that_fails_costs_the_runs_its_fallback_needs(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """Two levers iree-compile fails with: the compile with every lever fails, the one without any
     works, each lever dropped alone fails; the artifact is the compile without levers, which ran
-    already and is not run again (6 runs, not 7), its phase dumps the ones kept."""
+    already and is not run again (7 runs, not 8), its phase dumps the ones kept."""
     cpu = TARGETS["llvm-cpu"]
     bogus = (Lever("bogus", (("--iree-no-such-flag=1",),)), Lever("bogus-too", (("--iree-no-such-flag=2",),)))
     monkeypatch.setitem(TARGETS, "llvm-cpu", _with_levers(cpu, (*cpu.levers, *bogus)))
@@ -140,12 +157,13 @@ def test_a_lever_that_fails_costs_the_runs_its_fallback_needs(monkeypatch: pytes
     (vmfb,) = [stage for stage in compilation.stages if stage.name == "vmfb"]
     fallback = "data-tiling (--iree-opt-data-tiling=false --iree-global-opt-data-tiling)"
     assert [(run.ok, run.label.removesuffix(" + transient variants")) for run in vmfb.iree_runs] == [
-        (False, "levers: data-tiling, bogus, bogus-too"),
+        (False, "levers: data-tiling, bogus, bogus-too, no-const-eval"),
         (True, "levers: none"),
-        (False, f"levers: {fallback}, bogus, bogus-too"),  # each lever changed alone: data tiling's fallback,
-        (False, "levers: bogus, bogus-too"),  # data tiling off,
-        (False, "levers: data-tiling, bogus-too"),  # each bogus lever off
-        (False, "levers: data-tiling, bogus"),
+        (False, f"levers: {fallback}, bogus, bogus-too, no-const-eval"),  # each lever changed alone: data tiling's fallback,
+        (False, "levers: bogus, bogus-too, no-const-eval"),  # data tiling off,
+        (False, "levers: data-tiling, bogus-too, no-const-eval"),  # each bogus lever off,
+        (False, "levers: data-tiling, bogus, no-const-eval"),
+        (False, "levers: data-tiling, bogus, bogus-too"),  # const-eval back on
     ]  # and then the compile without levers is the artifact: not run a second time
     assert compilation.compiled.manifest.target_details["levers"] == "none"
     assert not any("no-such-flag" in flag for flag in compilation.compiled.manifest.iree_flags)
@@ -161,7 +179,7 @@ def test_the_cpu_kernels_are_one_more_lever_of_the_same_run() -> None:
     module, inputs, levers = MODELS["mlp"]
     compilation = run_pipeline(spec_from_module(module.eval(), inputs), CompileOptions(cpu="skylake-avx512"))
     (vmfb,) = [stage for stage in compilation.stages if stage.name == "vmfb"]
-    assert [run.label for run in vmfb.iree_runs] == [f"levers: {levers}, kernels"]
+    assert [run.label for run in vmfb.iree_runs] == [f"levers: {levers}, kernels"]  # kiln's kernels come last
 
 
 def test_a_failing_compile_is_recorded_too(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -202,7 +202,7 @@ def compile_time_constants(values: list[ir.Value]) -> bool:
     """Whether `values` are computed from literals alone: from no function argument, parameter or state.
 
     Such a contraction is left to IREE's code, which computes it once, when the artifact is loaded. With
-    IREE's const-eval on (`--iree-flag --iree-opt-const-eval=true`; kiln turns it off, targets/resolve.py)
+    IREE's const-eval on (`--iree-flag --iree-opt-const-eval=true`; kiln turns it off, targets/levers.py)
     IREE evaluates it while compiling, on the CPU: a kiln kernel there is CUDA code that the evaluation
     cannot run, and iree-compile 3.13 crashed on it (SIGSEGV in LLVMCPUAssignImportOrdinalsPass;
     SigLIP's pooling head projects a learned probe, a weight, through its query weights: no input in it)."""
