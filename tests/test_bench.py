@@ -40,7 +40,7 @@ from kiln.measure.suite import GENERATED, ONE_ADD, collect, compare_bundles, tim
 from kiln.measure.timing import Settings, measure, measure_alternating
 from kiln.runtime.numerics import computes_in_tf32
 from kiln.targets.cuda.kernels.contraction import Conv2d, Matmul
-from kiln.tune.bench import compile_suite, find_cases, model_file_namespace
+from kiln.tune.bench import compile_suite, find_cases, model_file_namespace, thin_params
 
 TINY_MODEL = '''
 import torch
@@ -264,6 +264,15 @@ def suite_bundle(tmp_path, only, bundle_name="bundle", thin_artifacts=False, **o
     cases = find_cases(models, only, ROOT)
     compile_suite(cases, CompileOptions(**options), bundle, thin_artifacts, root=ROOT, command="test")
     return bundle
+
+
+def test_thin_bundles_place_weights_as_a_users_compile_does_but_on_the_cpu():
+    """A thin bundle's GPU weights go where `auto` puts a user's (external above 256 MiB: inline, a
+    1B model's f32 weights cost the compile over 24 GB); llvm-cpu's are external (its packed inline
+    weights cannot be thinned); an explicit --params is kept."""
+    assert thin_params(CompileOptions(target="cuda")) == "auto"
+    assert thin_params(CompileOptions(target="llvm-cpu")) == "external"
+    assert thin_params(CompileOptions(target="cuda", params="inline")) == "inline"
 
 
 def test_suite_compiles_times_resumes_and_collects(tmp_path):

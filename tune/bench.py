@@ -287,10 +287,12 @@ def _compile_one_add_into(options: CompileOptions, bundle: Path) -> dict[str, st
 
 def thin_params(options: CompileOptions) -> str:
     """Where a thin bundle's weights go: nowhere, either way. Inline ones are zeroed in the artifact
-    (kiln.measure.thin) and put back there; external ones are not written, and the run side makes
-    the .irpa from the model file. On llvm-cpu they are external: data tiling and kiln's CPU kernels
-    pack inline weights at compile time, into bytes that thinning cannot find, so the artifact would
-    carry them."""
+    (kiln.measure.thin) and put back there; external ones are not written, and the run side makes the
+    .irpa from the model file. On llvm-cpu they are external: data tiling and kiln's CPU kernels pack
+    inline weights, into bytes that thinning cannot find, so the artifact would carry them. Elsewhere
+    as a user's compile places them (`auto`: external above 256 MiB): inline weights cost the
+    compile 5-8x their size in memory (the hand-off's text holds them), and Gemma-2B or Llama-3.2-1B
+    in f32 did not compile on a 24 GB machine."""
     if options.params != "auto":
         return options.params
-    return "external" if options.target == "llvm-cpu" else "inline"
+    return "external" if options.target == "llvm-cpu" else "auto"
