@@ -57,8 +57,10 @@ KEEP_ASSERTIONS = Lever(
 # bf16 on cuda 28.9 -> 10.7 s, EfficientNet-B0 37.6 -> 12.8 s; benchmarks/NOTES.md, "Compile time")
 # and gains nothing per call: the expressions are hoisted into globals either way, and without it
 # they run once, when the artifact is loaded. Weights in an .irpa were never evaluated (IREE cannot
-# read them while compiling). Every target's lever (targets/resolve.py): IREE 3.13 crashes on some
-# modules without it (a matmul over an empty K, whose zero result const-eval folds).
+# read them while compiling). Every target's first lever (targets/resolve.py), so that where IREE 3.13
+# fails with the levers, turning const-eval back on is tried before any lever that makes code faster:
+# it crashes without it on a matmul over an empty K (whose zero result const-eval folds), and on
+# llvm-cpu with data tiling on SigLIP's pooling head (a constant-only matmul in the load initializer).
 NO_CONST_EVAL = Lever("no-const-eval", (("--iree-opt-const-eval=false",),))
 
 Setting = tuple[int | None, ...]

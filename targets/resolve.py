@@ -75,6 +75,6 @@ def resolve(options: CompileOptions) -> ResolvedTarget:
         driver=choices.driver or target.driver,
         kernels=choices.kernels,
         passes=choices.passes,
-        levers=(*target.levers, NO_CONST_EVAL),
+        levers=(NO_CONST_EVAL, *target.levers),  # first: its fallback costs compile time, not speed
         user_flags=len(options.extra_iree_flags),
     )

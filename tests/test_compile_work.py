@@ -61,11 +61,11 @@ def _models() -> dict[str, tuple[nn.Module, tuple[torch.Tensor, ...], str]]:
     conv = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 8, 3))
     encoder = nn.TransformerEncoderLayer(32, 2, dim_feedforward=64, batch_first=True)
     return {
-        "mlp": (mlp, (torch.randn(4, 32),), "data-tiling, no-const-eval"),
+        "mlp": (mlp, (torch.randn(4, 32),), "no-const-eval, data-tiling"),
         # torch-mlir's batch norm asserts its variance is not empty (cf.assert): kept like kiln's checks
-        "conv": (conv, (torch.randn(1, 3, 12, 12),), "assertions, data-tiling, channels-last, no-const-eval"),
-        "encoder": (encoder, (torch.randn(2, 8, 32),), "data-tiling, batch-matmul-transposes, no-const-eval"),
-        "embed": (Embed(), (torch.tensor([[1, 5, 7, 99]]),), "assertions, data-tiling, no-const-eval"),
+        "conv": (conv, (torch.randn(1, 3, 12, 12),), "no-const-eval, assertions, data-tiling, channels-last"),
+        "encoder": (encoder, (torch.randn(2, 8, 32),), "no-const-eval, data-tiling, batch-matmul-transposes"),
+        "embed": (Embed(), (torch.tensor([[1, 5, 7, 99]]),), "no-const-eval, assertions, data-tiling"),
     }
 
 
@@ -157,13 +157,13 @@ def test_a_lever_that_fails_costs_the_runs_its_fallback_needs(monkeypatch: pytes
     (vmfb,) = [stage for stage in compilation.stages if stage.name == "vmfb"]
     fallback = "data-tiling (--iree-opt-data-tiling=false --iree-global-opt-data-tiling)"
     assert [(run.ok, run.label.removesuffix(" + transient variants")) for run in vmfb.iree_runs] == [
-        (False, "levers: data-tiling, bogus, bogus-too, no-const-eval"),
+        (False, "levers: no-const-eval, data-tiling, bogus, bogus-too"),
         (True, "levers: none"),
-        (False, f"levers: {fallback}, bogus, bogus-too, no-const-eval"),  # each lever changed alone: data tiling's fallback,
-        (False, "levers: bogus, bogus-too, no-const-eval"),  # data tiling off,
-        (False, "levers: data-tiling, bogus-too, no-const-eval"),  # each bogus lever off,
-        (False, "levers: data-tiling, bogus, no-const-eval"),
-        (False, "levers: data-tiling, bogus, bogus-too"),  # const-eval back on
+        (False, "levers: data-tiling, bogus, bogus-too"),  # each lever changed alone: const-eval back on,
+        (False, f"levers: no-const-eval, {fallback}, bogus, bogus-too"),  # data tiling's fallback,
+        (False, "levers: no-const-eval, bogus, bogus-too"),  # data tiling off,
+        (False, "levers: no-const-eval, data-tiling, bogus-too"),  # each bogus lever off
+        (False, "levers: no-const-eval, data-tiling, bogus"),
     ]  # and then the compile without levers is the artifact: not run a second time
     assert compilation.compiled.manifest.target_details["levers"] == "none"
     assert not any("no-such-flag" in flag for flag in compilation.compiled.manifest.iree_flags)

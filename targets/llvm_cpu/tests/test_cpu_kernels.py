@@ -425,7 +425,7 @@ def test_a_lever_iree_fails_with_is_dropped_and_the_others_kept(monkeypatch) -> 
     compiled = run_pipeline(spec_from_module(model, (x,)), CompileOptions(), say=notes.append).compiled
     assert len(notes) == 1 and notes[0].startswith("note: iree-compile failed with kiln's bogus default (iree-compile failed: ")
     assert notes[0].endswith("); compiled without it")
-    assert compiled.manifest.target_details["levers"] == "data-tiling, channels-last, no-const-eval" + KERNELS_LEVER
+    assert compiled.manifest.target_details["levers"] == "no-const-eval, data-tiling, channels-last" + KERNELS_LEVER
     assert "--iree-no-such-flag=1" not in compiled.manifest.iree_flags
     torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
 
@@ -435,7 +435,7 @@ def test_channels_last_applies_where_there_are_convolutions_and_user_flags_come_
     conv = kiln.compile(nn.Conv2d(4, 8, 3).eval(), (torch.randn(1, 4, 8, 8),))
     mlp = kiln.compile(nn.Linear(8, 8).eval(), (torch.randn(2, 8),), extra_iree_flags=("--iree-opt-data-tiling=false",))
     channels_last = [flag for flag in conv.manifest.iree_flags if "convert-conv-to-channels-last" in flag]
-    assert len(channels_last) == 1 and conv.manifest.target_details["levers"] == "data-tiling, channels-last, no-const-eval" + KERNELS_LEVER
+    assert len(channels_last) == 1 and conv.manifest.target_details["levers"] == "no-const-eval, data-tiling, channels-last" + KERNELS_LEVER
     assert not any("channels-last" in flag for flag in mlp.manifest.iree_flags)
     flags = mlp.manifest.iree_flags
     assert flags.index("--iree-opt-data-tiling") < flags.index("--iree-opt-data-tiling=false") == len(flags) - 1
