@@ -10,8 +10,8 @@ The dispatching function replaces the body of the function outline-contractions 
 name and `!torch.vtensor` signature, so the call sites do not change. Around the dispatch it holds the
 layout changes the kernel wants (NCHW -> NHWC activations, KCRS -> KRSC weights, a B[K, N] turned
 into W[N, K]) and a convolution's bias, as torch ops: IREE computes those on weights once, when
-the artifact is loaded, and fuses the others into the neighbouring dispatches. Text in IREE's custom syntax, properties in
-`<{...}>` (3.13 rejects the `attributes {...}` spelling of older samples).
+the artifact is loaded, and fuses the others into the neighbouring dispatches. Text in IREE's custom
+syntax, properties in `<{...}>` (3.13 rejects the `attributes {...}` spelling of older samples).
 """
 
 from __future__ import annotations

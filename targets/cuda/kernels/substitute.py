@@ -89,9 +89,7 @@ def _precision(contraction: Contraction) -> str:
         return contraction.precision
     if isinstance(contraction, MaxPool2d | CacheWrite):
         return "exact"
-    if isinstance(contraction, RotaryCacheWrite):
-        return "f32 arithmetic, each step rounded to its dtype"
-    if isinstance(contraction, RowProgram):
+    if isinstance(contraction, RowProgram | RotaryCacheWrite):
         return "f32 arithmetic, each step rounded to its dtype"
     return f"{contraction.dtype}, f32 accumulation"
 

@@ -19,8 +19,9 @@ In a decode step (one token a row), a layer's two writes, with the rotary embedd
 and keys (transformers' `x * cos + rotate_half(x) * sin`, two IREE dispatches), become one call:
 a `rotary_cache_write` (kernels/contraction.py `RotaryCacheWrite`), found from the attention that
 reads both caches (where the attention is one op: in 16-bit dtypes, and in f32 where kiln's
-attention kernel takes it; elsewhere the writes are outlined alone). A Llama-3.2-1B step made ~190 dispatches, about 3 us of each step's time apiece
-outside the kernels themselves; this takes three a layer away.
+attention kernel takes it; elsewhere the writes are outlined alone). Three dispatches fewer a layer:
+a Llama-3.1-8B bf16 step 5.37-5.55 -> 5.08-5.14 ms on the H200; a 1B step within its run-to-run
+spread (benchmarks/NOTES.md, "A layer's rotations and cache writes in one kernel").
 
 The cuda room places this pass where its kernels apply, beside outline-contractions.
 """
@@ -46,34 +47,24 @@ def run(module: ir.Operation, pass_run: PassRun) -> None:
     outliner = Outliner(module)
     for function in model_functions(module):
         for attention in ops_named(function, ("torch.aten.scaled_dot_product_attention",)):
-            _outline_layer(outliner, attention)
+            if (layer := _match_layer(attention)) is not None:
+                _outline(outliner, *layer)
         for op in ops_named(function, ("torch.aten.where.self",)):
-            match = _match(op)
-            if match is None:
-                continue
-            description, operands, chain = match
-
-            def body(build: Builder, args: list[ir.Value], chain: list[ir.Operation] = chain, keys: list[ir.Value] = operands) -> ir.Value:
-                return replay(chain, dict(zip(keys, args, strict=True)))[chain[-1].results[0]]
-
-            outliner.call(op, description, operands, body)
-            for dead in reversed(chain):
-                if all(not list(result.uses) for result in dead.results):
-                    dead.erase()
+            if (write := _match(op)) is not None:
+                _outline(outliner, *write, (op.results[0],))
 
 
-def _outline_layer(outliner: Outliner, attention: ir.Operation) -> None:
-    """The decode step's rotations and writes that `attention` reads, as one rotary_cache_write call."""
-    match = _match_layer(attention)
-    if match is None:
-        return
-    description, operands, chain, (queries, keys, values) = match
+def _outline(outliner: Outliner, description: dict[str, Any], operands: list[ir.Value], chain: list[ir.Operation], values: tuple[ir.Value, ...]) -> None:
+    """A call of the function `description` names, taking `operands`, in place of `chain`: the call
+    returns `values` (what the rest of the function reads of the chain) where the first is made, and
+    its body replays the chain (IREE's code, should no kernel replace it). The chain's ops left
+    unused are erased."""
 
     def body(build: Builder, args: list[ir.Value]) -> list[ir.Value]:
         replayed = replay(chain, dict(zip(operands, args, strict=True)))
-        return [replayed[queries], replayed[keys], replayed[values]]
+        return [replayed[value] for value in values]
 
-    outliner.call(defining_op(queries), description, operands, body, also=(keys, values))  # type: ignore[arg-type]
+    outliner.call(defining_op(values[0]), description, operands, body, also=values[1:])  # type: ignore[arg-type]
     for dead in reversed(chain):
         if all(not list(result.uses) for result in dead.results):
             dead.erase()
@@ -100,10 +91,10 @@ def _match_layer(attention: ir.Operation) -> tuple[dict[str, Any], list[ir.Value
         return None
     x_q, cos, sin, q_ops = rotated_q
     x_k, k_cos, k_sin, k_ops = rotated_k
-    q_type, k_type, cos_type = static_type(x_q), static_type(x_k), static_type(cos)
+    q_type, cos_type = static_type(x_q), static_type(cos)  # x_q's is there: _rotated_half asks for it
     batch, kv_heads, seq, dim = key_description["batch"], key_description["heads"], key_description["seq"], key_description["dim"]
     if (
-        (k_cos, k_sin) != (cos, sin) or q_type is None or k_type is None or cos_type is None or static_type(sin) != cos_type
+        (k_cos, k_sin) != (cos, sin) or q_type is None or cos_type is None or static_type(sin) != cos_type
         or len(q_type.shape) != 4 or q_type.shape[0] != batch or tuple(q_type.shape[2:]) != (1, dim)
         or cos_type.shape[0] not in (1, batch) or tuple(cos_type.shape[1:]) != (1, 1, dim)
         or {q_type.dtype, cos_type.dtype} != {key_description["dtype"]}
