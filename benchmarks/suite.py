@@ -7,6 +7,7 @@ Two phases, so that artifacts compiled here can be timed on a machine that has o
     python benchmarks/suite.py time .device-carry/bench-cuda       # there: needs kiln.runtime and torch
     python benchmarks/suite.py collect                             # results/*.json -> RESULTS.md
     python benchmarks/suite.py ab BEFORE AFTER                     # two bundles, timed in turn
+    python benchmarks/suite.py merge PART0 PART1 -o RESULTS        # one run's parts, one report
 
 A case is one model file at one dtype and one batch size, named `<model>-<dtype>-<batch>`. A model
 file lists its `DTYPES` and `BATCHES` and takes them as `get_model(dtype=...)` and
@@ -16,7 +17,8 @@ compile`. `compile` writes a bundle folder (kiln.measure.bundle: one artifact an
 `--thin` the weights stay behind and the model files restore them there), and `one_add.vmfb`,
 kiln.measure.overhead's one-add model, whose times give each report's per-call overhead. `time`
 writes `results/<target>-<device>.json` and `.md`, after every case, so a run stopped at a time limit
-keeps what it measured; `--resume` carries on from such a file. benchmarks/README.md says how to run
+keeps what it measured; `--resume` carries on from such a file, and `merge` joins the results of a
+run timed in parts (shards on several GPUs, or calls cut by a time limit). benchmarks/README.md says how to run
 it on the GPU machine. `--models DIR` takes another folder of model files: benchmarks/real/ (real
 architectures at their published sizes) writes `results/real-<target>-<device>.json` (the folder's
 name first, for any folder but benchmarks/models/).
@@ -41,6 +43,7 @@ import torch
 
 from kiln.cli.options import TimingChoice, target_options, timing_options
 from kiln.errors import KilnError
+from kiln.measure.results import Report, merge_reports, report_markdown
 from kiln.measure.suite import collect, compare_bundles, time_cases
 from kiln.passes import parse_pipeline
 
@@ -206,6 +209,26 @@ def ab_command(bundles: tuple[Path, ...], only: tuple[str, ...], timing: TimingC
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(json.dumps(comparison, indent=1) + "\n")
         click.echo(f"wrote {output}")
+
+
+@suite.command("merge")
+@click.argument("parts", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="The merged results file (.json; its .md beside it).")
+def merge_command(parts: tuple[Path, ...], output: Path) -> None:
+    """Merge the results files of one run's PARTS into one: shards timed side by side on a host's
+    GPUs, or the calls a device's time limit cut a run into.
+
+    \b
+    Example, two shards of one bundle on a two-GPU host, 16 cores each:
+      CUDA_VISIBLE_DEVICES=0 taskset -c 0-15 python benchmarks/suite.py time B --only 'a*' --threads 16 -o p0.json &
+      CUDA_VISIBLE_DEVICES=1 taskset -c 16-31 python benchmarks/suite.py time B --only 'b*' --threads 16 -o p1.json &
+      wait; python benchmarks/suite.py merge p0.json p1.json -o results/real-cuda-h200.json
+    """
+    report = merge_reports([Report.from_json(part.read_text()) for part in parts])
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(report.to_json())
+    output.with_suffix(".md").write_text(report_markdown(report))
+    click.echo(f"wrote {output} ({len(report.cases)} cases from {len(parts)} parts)")
 
 
 @suite.command("collect")

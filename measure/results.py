@@ -132,6 +132,44 @@ class Summary:
     left_out: int  # cases with an error or failed numerics
 
 
+def merge_reports(parts: Sequence[Report]) -> Report:
+    """One run from the reports of its parts: the shards of a run timed side by side on a host's
+    GPUs, or the calls a device's time limit cut it into. The parts must have timed one kiln source
+    with one set of versions on one kind of device; a case timed twice is an error, not a choice.
+    Each part's command and start stay in `settings["parts"]`; the others' share of the CPUs is the
+    largest of any part's."""
+    if not parts:
+        raise ValueError("no reports to merge")
+    first = parts[0]
+    for part in parts[1:]:
+        for what in ("target", "device", "versions"):
+            if getattr(part, what) != getattr(first, what):
+                raise ValueError(f"the parts differ in {what}: {getattr(first, what)} and {getattr(part, what)}")
+        if part.settings.get("kiln_source") != first.settings.get("kiln_source"):
+            raise ValueError(f"the parts timed different kiln sources: {first.settings.get('kiln_source')} and {part.settings.get('kiln_source')}")
+    cases = [case for part in parts for case in part.cases]
+    twice = sorted({case.name for case in cases if sum(other.name == case.name for other in cases) > 1})
+    if twice:
+        raise ValueError(f"cases timed in more than one part: {', '.join(twice)}")
+    shares = [part.machine["others_cpu_share"] for part in parts if part.machine.get("others_cpu_share") is not None]
+    compiled = list(dict.fromkeys(part.settings.get("compile_command") for part in parts if part.settings.get("compile_command")))
+    return Report(
+        target=first.target,
+        device=first.device,
+        created=min(part.created for part in parts),
+        command=" ; ".join(dict.fromkeys(part.command for part in parts)),
+        machine={**first.machine, **({"others_cpu_share": max(shares)} if shares else {})},
+        versions=first.versions,
+        settings={
+            **first.settings,
+            **({"compile_command": " ; ".join(compiled)} if compiled else {}),
+            "parts": [{"created": part.created, "command": part.command, "cases": len(part.cases)} for part in parts],
+        },
+        cases=tuple(cases),
+        overhead=next((part.overhead for part in parts if part.overhead), {}),
+    )
+
+
 def geomean(values: Sequence[float]) -> float | None:
     if not values:
         return None

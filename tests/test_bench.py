@@ -12,6 +12,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
@@ -31,6 +32,7 @@ from kiln.measure.results import (
     Timing,
     case_table,
     geomean,
+    merge_reports,
     report_markdown,
     suite_table,
     summarize,
@@ -210,6 +212,33 @@ def test_report_says_the_per_call_overhead():
     assert line in report_markdown(report).splitlines()
 
 
+def test_merged_report_is_one_run_of_its_parts():
+    """Shards of one run (e.g. one a GPU of a two-GPU host) merge into one report; parts of different
+    runs, or a case timed twice, do not."""
+
+    def part(created, command, share, *names, source="abc123"):
+        cases = tuple(case(name, "f32", 1.0, 2.0, 1.5) for name in names)
+        machine = {"cpu": "x", "others_cpu_share": share}
+        settings = {"kiln_source": source, "compile_command": f"compile {names[0]}"}
+        return Report("cuda", "h200", created, command, machine, {"torch": "2.11"}, settings, cases)
+
+    first = part("2026-01-02T00:00:00Z", "time B --only 'a*'", 0.05, "a-f32-small", "a-f32-large")
+    second = part("2026-01-01T00:00:00Z", "time B --only 'b*'", 0.2, "b-f32-small")
+    merged = merge_reports([first, second])
+    assert [c.name for c in merged.cases] == ["a-f32-small", "a-f32-large", "b-f32-small"]
+    assert merged.created == "2026-01-01T00:00:00Z" and merged.machine["others_cpu_share"] == 0.2
+    assert merged.command == "time B --only 'a*' ; time B --only 'b*'"
+    assert merged.settings["compile_command"] == "compile a-f32-small ; compile b-f32-small"
+    assert [p["cases"] for p in merged.settings["parts"]] == [2, 1]
+    assert Report.from_json(merged.to_json()) == merged
+    with pytest.raises(ValueError, match="different kiln sources: abc123 and def456"):
+        merge_reports([first, part("2026-01-01T00:00:00Z", "x", 0.0, "b-f32-small", source="def456")])
+    with pytest.raises(ValueError, match="more than one part: a-f32-small"):
+        merge_reports([first, part("2026-01-01T00:00:00Z", "x", 0.0, "a-f32-small")])
+    with pytest.raises(ValueError, match="differ in device"):
+        merge_reports([first, replace(second, device="h100")])
+
+
 # ---------------------------------------------------------------------------------------------------
 # Thin artifacts
 
@@ -353,6 +382,11 @@ def test_suite_script_runs_the_library(tmp_path):
     report = Report.from_json(output.read_text())
     assert [c.name for c in report.cases] == ["tiny-f32-small"] and report.command.startswith("python benchmarks/suite.py run")
     assert "kiln_source" in json.loads((tmp_path / "bundle" / "bundle.json").read_text())["settings"]  # git describe of the checkout
+    other = tmp_path / "other.json"
+    other.write_text(report.with_cases([replace(c, name="tiny-f32-large") for c in report.cases]).to_json())
+    merged = suite("merge", output, other, "-o", tmp_path / "merged" / "tiny.json")
+    assert merged.returncode == 0 and "(2 cases from 2 parts)" in merged.stdout, merged.stderr
+    assert "tiny-f32-large" in (tmp_path / "merged" / "tiny.md").read_text()
     collected = suite("collect", "--results", output.parent, "-o", tmp_path / "RESULTS.md")
     assert collected.returncode == 0 and GENERATED in (tmp_path / "RESULTS.md").read_text()
     one = suite("ab", tmp_path / "bundle")
