@@ -104,6 +104,10 @@ def _settings_options(function: Any) -> Any:
         timing_options(time_s=5.0),
         click.option("--resume", type=click.Path(path_type=Path), help="Keep the cases already in this results file."),
         click.option("--deadline-s", type=float, help="Start no case after this many seconds; --resume carries on."),
+        click.option(
+            "--case-timeout-s", type=float,
+            help="A case still running after this many seconds (stuck in a load or a device call) is recorded as an error and the run stops with exit status 3; --resume carries on past it.",
+        ),
         click.option("-o", "--output", type=click.Path(path_type=Path), help="Results file [default: results/<target>-<device>.json]."),
     )
     for option in reversed(options):
@@ -115,11 +119,13 @@ def _only_option(function: Any) -> Any:
     return click.option("--only", multiple=True, metavar="PATTERN", help="Cases matching this glob, e.g. 'mlp-*' or '*-f32-small' (repeatable).")(function)
 
 
-def _run_time(bundle: Path, timing: TimingChoice, only: tuple[str, ...], resume: Path | None, deadline_s: float | None, output: Path | None) -> None:
+def _run_time(
+    bundle: Path, timing: TimingChoice, only: tuple[str, ...], resume: Path | None, deadline_s: float | None, case_timeout_s: float | None, output: Path | None
+) -> None:
     threads = timing.threads or torch.get_num_threads()
     output = time_cases(
         bundle, timing.device, timing.settings, threads, only, resume, deadline_s, output,
-        root=ROOT, results=RESULTS, command=_command(), say=_say,
+        root=ROOT, results=RESULTS, command=_command(), say=_say, case_timeout_s=case_timeout_s,
     )  # fmt: skip
     click.echo(output.with_suffix(".md").read_text())
     click.echo(f"wrote {output} and {output.with_suffix('.md')}")
@@ -158,10 +164,16 @@ def compile_command(
 @_only_option
 @_settings_options
 def time_command(
-    bundle: Path, only: tuple[str, ...], timing: TimingChoice, resume: Path | None, deadline_s: float | None, output: Path | None
+    bundle: Path,
+    only: tuple[str, ...],
+    timing: TimingChoice,
+    resume: Path | None,
+    deadline_s: float | None,
+    case_timeout_s: float | None,
+    output: Path | None,
 ) -> None:
     """Time every case of BUNDLE: kiln against eager and Inductor, on the artifacts' device."""
-    _run_time(bundle, timing, only, resume, deadline_s, output)
+    _run_time(bundle, timing, only, resume, deadline_s, case_timeout_s, output)
 
 
 @suite.command("run")
@@ -178,12 +190,13 @@ def run_command(
     timing: TimingChoice,
     resume: Path | None,
     deadline_s: float | None,
+    case_timeout_s: float | None,
     output: Path | None,
 ) -> None:
     """Compile and time the suite on this machine."""
     bundle = bundle or ROOT / "build" / "bench" / options.target
     _compile(options, models, only, bundle, thin_artifacts=False)
-    _run_time(bundle, timing, (), resume, deadline_s, output)
+    _run_time(bundle, timing, (), resume, deadline_s, case_timeout_s, output)
 
 
 @suite.command("ab")

@@ -14,7 +14,9 @@ from __future__ import annotations
 import fnmatch
 import gc
 import json
+import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
@@ -45,6 +47,7 @@ from .timing import (
 Say = Callable[[str], None]
 
 ONE_ADD = "one_add.vmfb"  # in a bundle: kiln.measure.overhead's model, for the per-call overhead
+CASE_TIMEOUT_EXIT = 3  # the exit status of a run stopped by a case past --case-timeout-s
 GENERATED = "<!-- Everything below is generated from results/*.json by `python benchmarks/suite.py collect`. -->"
 
 
@@ -81,10 +84,15 @@ def time_cases(
     results: Path,
     command: str,
     say: Say = _silent,
+    case_timeout_s: float | None = None,
 ) -> Path:
     """Time every compiled case of `bundle` (model files relative to `root`); returns the results file
     (`output`, by default `<results>/<target>-<device>.json`, or `<suite>-<target>-<device>.json` for a
-    bundle of another suite than the default one, e.g. benchmarks/real's "real"; its .md is beside it)."""
+    bundle of another suite than the default one, e.g. benchmarks/real's "real"; its .md is beside it).
+
+    A case still running after `case_timeout_s` is recorded as an error and the process exits with
+    CASE_TIMEOUT_EXIT: it may be stuck where Python cannot interrupt it (an artifact's load, a device
+    call), so the process is the only thing that can be stopped; `resume` carries on past the case."""
     use_threads(threads)  # before the first artifact is loaded
     data = Bundle.read(bundle)
     cases = [entry for entry in data.entries if not only or any(fnmatch.fnmatch(entry.name, p) for p in only)]
@@ -127,7 +135,8 @@ def time_cases(
             left.append(case.name)
             continue
         say(f"time {case.name} ...")
-        done.append(time_entry(case, bundle, device, settings, root))
+        with _watchdog(case_timeout_s, lambda case=case: _give_up(report, [*done, _unfinished(case, case_timeout_s)], clock, output, say)):
+            done.append(time_entry(case, bundle, device, settings, root))
         done.sort(key=lambda result: order.get(result.name, len(order)))
         gc.collect()  # the case's model and artifact, before the next one's
         if torch.cuda.is_available():
@@ -137,6 +146,35 @@ def time_cases(
     if left:
         say(f"{len(left)} case(s) left at the deadline; carry on with --resume {output}")
     return output
+
+
+class _watchdog:
+    """Calls `expire` from another thread if the block is still running after `seconds` (None: never)."""
+
+    def __init__(self, seconds: float | None, expire: Callable[[], None]) -> None:
+        self._timer = threading.Timer(seconds, expire) if seconds is not None else None
+
+    def __enter__(self) -> None:
+        if self._timer is not None:
+            self._timer.daemon = True
+            self._timer.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+
+
+def _unfinished(entry: Entry, seconds: float | None) -> CaseResult:
+    labels = entry.labels
+    error = f"did not finish within {seconds:g} s (the run stopped there; --resume carries on past it)"
+    return CaseResult(entry.name, labels["model"], labels["dtype"], labels["batch"], "", error=error)
+
+
+def _give_up(report: Report, cases: list[CaseResult], clock: CpuClock | None, output: Path, say: Say) -> None:
+    """The results with the stuck case's error written, then the process ended (from the watchdog's thread)."""
+    _write(report, cases, clock, output)
+    say(f"{cases[-1].name} {cases[-1].error}; wrote {output}")
+    os._exit(CASE_TIMEOUT_EXIT)
 
 
 def time_entry(entry: Entry, bundle: Path, device: str | None, settings: Settings, root: Path) -> CaseResult:

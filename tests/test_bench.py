@@ -38,7 +38,7 @@ from kiln.measure.results import (
     summarize,
     worst_per_model,
 )
-from kiln.measure.suite import GENERATED, ONE_ADD, collect, compare_bundles, time_cases
+from kiln.measure.suite import CASE_TIMEOUT_EXIT, GENERATED, ONE_ADD, collect, compare_bundles, time_cases
 from kiln.measure.timing import Settings, measure, measure_alternating
 from kiln.runtime.numerics import computes_in_tf32
 from kiln.targets.cuda.kernels.contraction import Conv2d, Matmul
@@ -338,6 +338,24 @@ def test_suite_compiles_times_resumes_and_collects(tmp_path):
     text = results_md.read_text()
     assert text.startswith("# Results\n\nhand-written preface\n") and GENERATED in text
     assert text.count("## llvm-cpu on cpu") == 1 and not math.isnan(report.cases[0].timings["kiln"].median_ms)
+
+    # A case stuck where Python cannot interrupt it (a load, a device call) is recorded and the run
+    # stops; a stuck rebuild stands in for it here, in a process of its own (the watchdog ends it).
+    model_file = tmp_path / "models" / "tiny.py"
+    model_file.write_text(TINY_MODEL + "\nimport time\ntime.sleep(600)\n")
+    stuck = tmp_path / "stuck.json"
+    timed_out = subprocess.run(
+        [sys.executable, "-c", "from pathlib import Path; from kiln.measure.suite import time_cases; from kiln.measure.timing import Settings; "
+         f"time_cases(Path({str(bundle)!r}), None, Settings(1, 2, inductor=False), 2, (), None, None, "
+         f"Path({str(stuck)!r}), root=Path({str(ROOT)!r}), results=Path('.'), command='test', case_timeout_s=2, say=print)"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert timed_out.returncode == CASE_TIMEOUT_EXIT, timed_out.stderr
+    assert "tiny-f32-small did not finish within 2 s" in timed_out.stdout
+    (stopped,) = Report.from_json(stuck.read_text()).cases  # the run stopped at its first case
+    assert stopped.name == "tiny-f32-small" and stopped.timings == {}
+    assert stopped.error == "did not finish within 2 s (the run stopped there; --resume carries on past it)"
+    model_file.write_text(TINY_MODEL)
 
     data["settings"]["suite"] = "real"  # as `suite.py compile --models benchmarks/real` writes it
     (bundle / "bundle.json").write_text(json.dumps(data))
