@@ -76,6 +76,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "fold-relu-relu",
             "fold-transpose-chain",
             "fold-reshape-chain",
+            "fold-pad-into-conv",
             "rotary-as-gather",
             "expand-pow-small",
             "cse",  # the target rooms place their passes on the simplified IR after this

@@ -69,6 +69,14 @@ CASES: dict[str, tuple[Callable[..., object], tuple[Callable[[], torch.Tensor], 
         lambda x, w: (F.conv2d(torch.relu(x + 1), w, stride=(2, 3)), F.conv3d(x.unsqueeze(2), w.unsqueeze(2), stride=2)),
         (lambda: floats(2, 8, 7, 9), lambda: floats(16, 8, 1, 1)),
     ),
+    "fold-pad-into-conv": (  # MobileNet's TensorFlow padding: (1, 1) at stride 1, (1, 2) at stride 2 (extra never read), (0, 1) kept
+        lambda x, w: (
+            F.conv2d(F.pad(torch.relu(x), (1, 1, 1, 1)), w, groups=8),
+            F.conv2d(F.pad(x, (1, 2, 1, 2)), w, stride=2, groups=8),
+            F.conv2d(F.pad(x, (0, 1, 0, 1)), w, stride=2, groups=8),
+        ),
+        (lambda: floats(2, 8, 7, 7), lambda: floats(8, 1, 3, 3)),
+    ),
     "depthwise-to-nhwc": (  # MobileNet's padded 3x3 (strided here) after an op, and an unpadded dilated one
         lambda x, w: (F.conv2d(torch.relu(x), w, stride=(2, 1), padding=1, groups=8), F.conv2d(x, w, dilation=2, groups=8)),
         (lambda: floats(2, 8, 9, 7), lambda: floats(8, 1, 3, 3)),
