@@ -18,7 +18,7 @@ from torch_mlir import ir
 
 from .pass_api import Rewriter, pattern_pass
 from .torch_build import constant_bool, constant_ints
-from .torch_ir import defining_op, int_list, producer, tensor_type
+from .torch_ir import int_list, number, producer, tensor_type
 
 # aten.convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 INPUT, WEIGHT, STRIDE, PADDING, DILATION, TRANSPOSED = 0, 1, 3, 4, 5, 6
@@ -26,7 +26,7 @@ INPUT, WEIGHT, STRIDE, PADDING, DILATION, TRANSPOSED = 0, 1, 3, 4, 5, 6
 
 def fold_pad_into_conv(conv: ir.OpView, rewriter: Rewriter) -> None:
     pad = producer(conv.operands[INPUT], "torch.aten.constant_pad_nd")
-    if pad is None or not _is_zero(pad.operands[2]) or constant_bool(conv.operands[TRANSPOSED]) is not False:
+    if pad is None or number(pad.operands[2]) != 0 or constant_bool(conv.operands[TRANSPOSED]) is not False:
         return
     source, weight, result = (tensor_type(value.type) for value in (pad.operands[0], conv.operands[WEIGHT], conv.result))
     pads = constant_ints(pad.operands[1])
@@ -76,14 +76,6 @@ def _folded_padding(pads: list[int], shape: _Shapes, strides: list[int], padding
 
 def _per_dim(values: list[int], spatial: int) -> list[int]:
     return values * spatial if len(values) == 1 else values
-
-
-def _is_zero(fill: ir.Value) -> bool:
-    op = defining_op(fill)
-    if op is None or op.name not in ("torch.constant.float", "torch.constant.int"):
-        return False
-    value = op.attributes["value"]
-    return (ir.FloatAttr(value).value if op.name == "torch.constant.float" else ir.IntegerAttr(value).value) == 0
 
 
 PASS = pattern_pass(
