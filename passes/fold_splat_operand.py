@@ -1,9 +1,13 @@
 """fold-splat-operand: an add or multiply by a broadcast constant becomes the scalar op, broadcast after.
 
-`x + broadcast_to(c)` for a splat literal c (every element equal, e.g. a mask that
-fold-arange-compare found all true) has the broadcast's shape, larger than x's: BEiT's relative
-position bias [1, 12, 197, 197] plus a [32, 1, 197, 197] mask is written at the batch's size each
-layer. `x + c` (aten.add.Scalar) computes the same elements in x's dtype, and a broadcast_to after
+`x + broadcast_to(c)` for a constant c whose elements are all equal has the broadcast's shape, larger
+than x's. transformers (5.x) builds the mask of a batch without padding as `arange(n) >= 0` (its
+padding rule, with no padding) broadcast to the batch, and BEiT adds it to its relative position
+bias: [1, 12, 197, 197] plus [32, 1, 197, 197], written at the batch's size each layer. c is a splat
+literal, or a comparison of an `arange` (through shape-only ops) with a number that holds for all
+of its values or for none: they lie between its first and last. Such a mask is folded only here,
+into the op that reads it; a constant mask left on its own made IREE 3.13 miscompile the ceil-mode
+pooling count it fed (tests/ops/test_fixes_33_runtime.py). `x + c` (aten.add.Scalar) computes the same elements in x's dtype, and a broadcast_to after
 it keeps the result's shape as a view, which the attention kernels read through zero strides (and
 which, built from weights alone, IREE computes once at load). Only where x is floating point and
 the result has x's dtype, so that no type promotion changes what is computed.
@@ -11,13 +15,20 @@ the result has x's dtype, so that no type promotion changes what is computed.
 
 from __future__ import annotations
 
+import math
+
 from torch_mlir import ir
 
 from .pass_api import Rewriter, pattern_pass
 from .torch_build import static_type
 from .torch_ir import float_constant, int_constant, int_list, number, producer, splat
 
-BROADCASTS = ("torch.aten.broadcast_to", "torch.aten.expand")
+SHAPE_ONLY = (
+    "torch.aten.view", "torch.aten.reshape", "torch.aten._unsafe_view", "torch.aten.unsqueeze", "torch.aten.squeeze",
+    "torch.aten.squeeze.dim", "torch.aten.flatten.using_ints", "torch.aten.broadcast_to", "torch.aten.expand",
+)  # fmt: skip
+ARANGES = ("torch.aten.arange", "torch.aten.arange.start", "torch.aten.arange.start_step")  # (end), (start, end), (start, end, step)
+COMPARISONS = tuple(f"torch.aten.{name}.Scalar" for name in ("ge", "gt", "le", "lt", "eq", "ne"))
 SCALAR_OPS = {"torch.aten.add.Tensor": "torch.aten.add.Scalar", "torch.aten.mul.Tensor": "torch.aten.mul.Scalar"}
 
 
@@ -37,9 +48,43 @@ def fold_splat_operand(op: ir.OpView, rewriter: Rewriter) -> None:
 
 
 def _splat_through_broadcasts(value: ir.Value) -> int | float | bool | None:
-    while (broadcast := producer(value, *BROADCASTS)) is not None:
-        value = broadcast.operands[0]
-    return splat(value)
+    """The one value of every element of `value`: a splat literal or a decided arange comparison,
+    through shape-only ops; None for anything else."""
+    while (reshaped := producer(value, *SHAPE_ONLY)) is not None:
+        value = reshaped.operands[0]
+    compare = producer(value, *COMPARISONS)
+    if compare is None:
+        return splat(value)
+    bounds, other = _arange_bounds(compare.operands[0]), number(compare.operands[1])
+    return _decide(compare.name.split(".")[2], *bounds, other) if bounds is not None and other is not None else None
+
+
+def _arange_bounds(value: ir.Value) -> tuple[float, float] | None:
+    """(smallest, largest) of the `arange` that `value` reshapes or broadcasts; None for anything else."""
+    while (reshaped := producer(value, *SHAPE_ONLY)) is not None:
+        value = reshaped.operands[0]
+    arange = producer(value, *ARANGES)
+    if arange is None:
+        return None
+    given = [number(operand) for operand in arange.operands[: ARANGES.index(arange.name) + 1]]
+    if any(item is None for item in given):
+        return None
+    values = [float(item) for item in given]  # type: ignore[arg-type]  # None: returned above
+    start, end, step = {1: (0.0, values[0], 1.0), 2: (values[0], values[1], 1.0), 3: (values[0], values[1], values[2])}[len(values)]
+    count = math.ceil((end - start) / step) if step else 0
+    if count <= 0:
+        return None
+    last = start + (count - 1) * step
+    return min(start, last), max(start, last)
+
+
+def _decide(comparison: str, low: float, high: float, other: float) -> bool | None:
+    """Whether `x <comparison> other` holds for every x in [low, high] (True), for none (False), or depends (None)."""
+    everywhere = {"ge": low >= other, "gt": low > other, "le": high <= other, "lt": high < other, "eq": low == high == other, "ne": other < low or other > high}
+    nowhere = {"ge": high < other, "gt": high <= other, "le": low > other, "lt": low >= other, "eq": other < low or other > high, "ne": low == high == other}
+    return True if everywhere[comparison] else False if nowhere[comparison] else None
+
+
 
 
 PASS = pattern_pass(

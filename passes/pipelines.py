@@ -77,8 +77,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "fold-transpose-chain",
             "fold-reshape-chain",
             "fold-pad-into-conv",
-            "fold-arange-compare",
-            "fold-splat-operand",  # after fold-arange-compare, whose masks it folds
+            "fold-splat-operand",
             "rotary-as-gather",
             "expand-pow-small",
             "cse",  # the target rooms place their passes on the simplified IR after this

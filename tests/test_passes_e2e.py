@@ -69,11 +69,7 @@ CASES: dict[str, tuple[Callable[..., object], tuple[Callable[[], torch.Tensor], 
         lambda x, w: (F.conv2d(torch.relu(x + 1), w, stride=(2, 3)), F.conv3d(x.unsqueeze(2), w.unsqueeze(2), stride=2)),
         (lambda: floats(2, 8, 7, 9), lambda: floats(16, 8, 1, 1)),
     ),
-    "fold-arange-compare": (  # transformers' mask without padding: arange(n) >= 0, and one never true
-        lambda x: torch.where(torch.arange(8).view(1, 8) >= 0, x, -x) + (torch.arange(2, 10, 3) < 2).float().sum(),
-        (lambda: floats(4, 8),),
-    ),
-    "fold-splat-operand": (  # BEiT's bias plus that mask, broadcast to the batch
+    "fold-splat-operand": (  # BEiT's bias plus transformers' mask of a batch without padding, broadcast to it
         lambda bias: (bias + (torch.arange(8).view(1, 1, 8) >= 0).expand(4, 2, 8)) * 3,
         (lambda: floats(1, 2, 8),),
     ),
