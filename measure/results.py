@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -148,7 +149,7 @@ def merge_reports(parts: Sequence[Report]) -> Report:
         if part.settings.get("kiln_source") != first.settings.get("kiln_source"):
             raise ValueError(f"the parts timed different kiln sources: {first.settings.get('kiln_source')} and {part.settings.get('kiln_source')}")
     cases = [case for part in parts for case in part.cases]
-    twice = sorted({case.name for case in cases if sum(other.name == case.name for other in cases) > 1})
+    twice = sorted(name for name, count in Counter(case.name for case in cases).items() if count > 1)
     if twice:
         raise ValueError(f"cases timed in more than one part: {', '.join(twice)}")
     shares = [part.machine["others_cpu_share"] for part in parts if part.machine.get("others_cpu_share") is not None]

@@ -18,7 +18,8 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -148,20 +149,18 @@ def time_cases(
     return output
 
 
-class _watchdog:
+@contextmanager
+def _watchdog(seconds: float | None, expire: Callable[[], None]) -> Iterator[None]:
     """Calls `expire` from another thread if the block is still running after `seconds` (None: never)."""
-
-    def __init__(self, seconds: float | None, expire: Callable[[], None]) -> None:
-        self._timer = threading.Timer(seconds, expire) if seconds is not None else None
-
-    def __enter__(self) -> None:
-        if self._timer is not None:
-            self._timer.daemon = True
-            self._timer.start()
-
-    def __exit__(self, *exc: object) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+    timer = threading.Timer(seconds, expire) if seconds is not None else None
+    if timer is not None:
+        timer.daemon = True
+        timer.start()
+    try:
+        yield
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 def _unfinished(entry: Entry, seconds: float | None) -> CaseResult:

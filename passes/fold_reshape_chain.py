@@ -12,18 +12,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from .pass_api import Rewriter, pattern_pass
-from .torch_ir import int_list, producer, same_type, tensor_type
-
-RESHAPES = (
-    "torch.aten.view",
-    "torch.aten.reshape",
-    "torch.aten._unsafe_view",
-    "torch.aten.unsqueeze",
-    "torch.aten.squeeze",
-    "torch.aten.squeeze.dim",
-    "torch.aten.flatten.using_ints",
-    "torch.aten.unflatten.int",
-)
+from .torch_ir import RESHAPES, int_list, producer, same_type, tensor_type
 
 
 def fold_reshape_chain(outer: ir.OpView, rewriter: Rewriter) -> None:

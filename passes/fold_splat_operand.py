@@ -3,14 +3,16 @@
 `x + broadcast_to(c)` for a constant c whose elements are all equal has the broadcast's shape, larger
 than x's. transformers (5.x) builds the mask of a batch without padding as `arange(n) >= 0` (its
 padding rule, with no padding) broadcast to the batch, and BEiT adds it to its relative position
-bias: [1, 12, 197, 197] plus [32, 1, 197, 197], written at the batch's size each layer. c is a splat
-literal, or a comparison of an `arange` (through shape-only ops) with a number that holds for all
-of its values or for none: they lie between its first and last. Such a mask is folded only here,
-into the op that reads it; a constant mask left on its own made IREE 3.13 miscompile the ceil-mode
-pooling count it fed (tests/ops/test_fixes_33_runtime.py). `x + c` (aten.add.Scalar) computes the same elements in x's dtype, and a broadcast_to after
-it keeps the result's shape as a view, which the attention kernels read through zero strides (and
-which, built from weights alone, IREE computes once at load). Only where x is floating point and
-the result has x's dtype, so that no type promotion changes what is computed.
+bias: [1, 12, 197, 197] plus [32, 1, 197, 197], written at the batch's size each layer. `x + c`
+(aten.add.Scalar) computes the same elements in x's dtype, and a broadcast_to after it keeps the
+result's shape as a view, which the attention kernels read through zero strides (and which, built
+from weights alone, IREE computes once at load). Only where x is floating point and the result has
+x's dtype, so that no type promotion changes what is computed.
+
+c is a splat literal, or a comparison of an `arange` (through shape-only ops) with a number that
+holds for all of its values or for none: they lie between its first and last. Such a mask is folded
+only here, into the op that reads it; a constant mask left on its own made IREE 3.13 miscompile the
+ceil-mode pooling count it fed (tests/ops/test_fixes_33_runtime.py).
 """
 
 from __future__ import annotations
@@ -21,12 +23,9 @@ from torch_mlir import ir
 
 from .pass_api import Rewriter, pattern_pass
 from .torch_build import static_type
-from .torch_ir import float_constant, int_constant, int_list, number, producer, splat
+from .torch_ir import RESHAPES, float_constant, int_constant, int_list, number, producer, splat
 
-SHAPE_ONLY = (
-    "torch.aten.view", "torch.aten.reshape", "torch.aten._unsafe_view", "torch.aten.unsqueeze", "torch.aten.squeeze",
-    "torch.aten.squeeze.dim", "torch.aten.flatten.using_ints", "torch.aten.broadcast_to", "torch.aten.expand",
-)  # fmt: skip
+SHAPE_ONLY = (*RESHAPES, "torch.aten.broadcast_to", "torch.aten.expand")  # the elements' values stay
 ARANGES = ("torch.aten.arange", "torch.aten.arange.start", "torch.aten.arange.start_step")  # (end), (start, end), (start, end, step)
 COMPARISONS = tuple(f"torch.aten.{name}.Scalar" for name in ("ge", "gt", "le", "lt", "eq", "ne"))
 SCALAR_OPS = {"torch.aten.add.Tensor": "torch.aten.add.Scalar", "torch.aten.mul.Tensor": "torch.aten.mul.Scalar"}
@@ -34,9 +33,9 @@ SCALAR_OPS = {"torch.aten.add.Tensor": "torch.aten.add.Scalar", "torch.aten.mul.
 
 def fold_splat_operand(op: ir.OpView, rewriter: Rewriter) -> None:
     x, y = op.operands[0], op.operands[1]
-    value = _splat_through_broadcasts(y)
+    value = _one_value(y)
     if value is None and (op.name == "torch.aten.mul.Tensor" or number(op.operands[2]) == 1):
-        x, y, value = y, x, _splat_through_broadcasts(x)  # c * x, c + x: the same ops the other way round
+        x, value = y, _one_value(x)  # c * x, c + x: the same ops the other way round
     source, result = static_type(x), static_type(op.result)
     if value is None or source is None or result is None or not source.is_float or source.dtype != result.dtype:
         return
@@ -47,23 +46,20 @@ def fold_splat_operand(op: ir.OpView, rewriter: Rewriter) -> None:
     rewriter.replace(computed)
 
 
-def _splat_through_broadcasts(value: ir.Value) -> int | float | bool | None:
+def _one_value(value: ir.Value) -> int | float | bool | None:
     """The one value of every element of `value`: a splat literal or a decided arange comparison,
     through shape-only ops; None for anything else."""
-    while (reshaped := producer(value, *SHAPE_ONLY)) is not None:
-        value = reshaped.operands[0]
-    compare = producer(value, *COMPARISONS)
+    source = _through_shape_ops(value)
+    compare = producer(source, *COMPARISONS)
     if compare is None:
-        return splat(value)
+        return splat(source)
     bounds, other = _arange_bounds(compare.operands[0]), number(compare.operands[1])
     return _decide(compare.name.split(".")[2], *bounds, other) if bounds is not None and other is not None else None
 
 
 def _arange_bounds(value: ir.Value) -> tuple[float, float] | None:
     """(smallest, largest) of the `arange` that `value` reshapes or broadcasts; None for anything else."""
-    while (reshaped := producer(value, *SHAPE_ONLY)) is not None:
-        value = reshaped.operands[0]
-    arange = producer(value, *ARANGES)
+    arange = producer(_through_shape_ops(value), *ARANGES)
     if arange is None:
         return None
     given = [number(operand) for operand in arange.operands[: ARANGES.index(arange.name) + 1]]
@@ -85,6 +81,11 @@ def _decide(comparison: str, low: float, high: float, other: float) -> bool | No
     return True if everywhere[comparison] else False if nowhere[comparison] else None
 
 
+def _through_shape_ops(value: ir.Value) -> ir.Value:
+    """The tensor that `value` reshapes or broadcasts (through any chain of them), or `value`."""
+    while (reshaped := producer(value, *SHAPE_ONLY)) is not None:
+        value = reshaped.operands[0]
+    return value
 
 
 PASS = pattern_pass(

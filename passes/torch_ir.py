@@ -55,6 +55,19 @@ def vtensor(shape: Sequence[int | None], dtype: str) -> ir.Type:
     return ir.Type.parse(f"!torch.vtensor<[{sizes}],{dtype}>")
 
 
+# Ops that change only a tensor's shape, not its elements or their order.
+RESHAPES = (
+    "torch.aten.view",
+    "torch.aten.reshape",
+    "torch.aten._unsafe_view",
+    "torch.aten.unsqueeze",
+    "torch.aten.squeeze",
+    "torch.aten.squeeze.dim",
+    "torch.aten.flatten.using_ints",
+    "torch.aten.unflatten.int",
+)
+
+
 def producer(value: ir.Value, *op_names: str) -> ir.Operation | None:
     """The op that defines `value`, if its name is one of `op_names`."""
     op = defining_op(value)
