@@ -237,7 +237,10 @@ def merge_command(parts: tuple[Path, ...], output: Path) -> None:
       CUDA_VISIBLE_DEVICES=1 taskset -c 16-31 python benchmarks/suite.py time B --only 'b*' --threads 16 -o p1.json &
       wait; python benchmarks/suite.py merge p0.json p1.json -o results/real-cuda-h200.json
     """
-    report = merge_reports([Report.from_json(part.read_text()) for part in parts])
+    try:
+        report = merge_reports([Report.from_json(part.read_text()) for part in parts])
+    except ValueError as exc:  # a file that is no results file, or parts of different runs
+        raise click.ClickException(str(exc)) from exc
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(report.to_json())
     output.with_suffix(".md").write_text(report_markdown(report))

@@ -405,6 +405,9 @@ def test_suite_script_runs_the_library(tmp_path):
     merged = suite("merge", output, other, "-o", tmp_path / "merged" / "tiny.json")
     assert merged.returncode == 0 and "(2 cases from 2 parts)" in merged.stdout, merged.stderr
     assert "tiny-f32-large" in (tmp_path / "merged" / "tiny.md").read_text()
+    again = suite("merge", output, output, "-o", tmp_path / "twice.json")
+    assert again.returncode == 1 and "Error: cases timed in more than one part: tiny-f32-small" in again.stderr
+    assert "Traceback" not in again.stderr and not (tmp_path / "twice.json").exists()
     collected = suite("collect", "--results", output.parent, "-o", tmp_path / "RESULTS.md")
     assert collected.returncode == 0 and GENERATED in (tmp_path / "RESULTS.md").read_text()
     one = suite("ab", tmp_path / "bundle")
