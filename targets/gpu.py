@@ -30,12 +30,15 @@ STAGE = "target"
 # Not on the CPU: there IREE fuses the slice into the convolution as a strided read and the dispatch
 # runs 20-200x slower (ResNet-18's downsampling shortcuts: the whole f32 model 3x slower), where the
 # strided convolution itself compiles well.
-SLICE_STRIDED_POINTWISE_CONV = PassPlacement("simplified", "expand-pow-small", ("slice-strided-pointwise-conv",))
+# A sum over the height and width of >= 1024 pixels (squeeze-excitation's average) as a sum over
+# the width, then over the height: IREE's GPU reduction codegen unrolls such long rows where it fuses
+# the averaged activation in as a second result (passes/split_spatial_sum.py).
+GPU_REWRITES = PassPlacement("simplified", "expand-pow-small", ("slice-strided-pointwise-conv", "split-spatial-sum"))
 
 
 def iree_code_only(options: CompileOptions, arch: ArchChoice | None, handoff: str) -> Choices:
-    """The choices of a GPU room with no kernels of its own: IREE's code, with the GPU workaround."""
-    return Choices(passes=(SLICE_STRIDED_POINTWISE_CONV,))
+    """The choices of a GPU room with no kernels of its own: IREE's code, with the GPU rewrites."""
+    return Choices(passes=(GPU_REWRITES,))
 
 
 @dataclass(frozen=True)

@@ -86,7 +86,7 @@ PLACING = {  # options under which each room places all of its passes
 @pytest.mark.parametrize("name", KILN_PASSES)
 def test_each_pass_is_in_the_default_pipeline_or_placed_by_its_room(name):
     """A neutral pass is in the default pipeline (require-primitives: in its strict form, --strict-primitives)
-    or placed by the GPU rooms (slice-strided-pointwise-conv, targets/gpu.py); a room's pass is placed in
+    or placed by the GPU rooms (slice-strided-pointwise-conv, split-spatial-sum: targets/gpu.py); a room's pass is placed in
     it by its room, and by no other."""
     room = source_of(name).parent.parent.name
     if room not in PLACING:

@@ -81,6 +81,10 @@ CASES: dict[str, tuple[Callable[..., object], tuple[Callable[[], torch.Tensor], 
         ),
         (lambda: floats(2, 8, 7, 7), lambda: floats(8, 1, 3, 3)),
     ),
+    "split-spatial-sum": (  # squeeze-excitation's average over 32 x 40 pixels, which another op reads too; a 4 x 4 pooling kept
+        lambda x: (x.mean((2, 3), keepdim=True) * torch.sigmoid(x), x.sum((-1, -2)), x[:, :, :4, :4].mean((2, 3))),
+        (lambda: floats(2, 8, 32, 40),),
+    ),
     "depthwise-to-nhwc": (  # MobileNet's padded 3x3 (strided here) after an op, and an unpadded dilated one
         lambda x, w: (F.conv2d(torch.relu(x), w, stride=(2, 1), padding=1, groups=8), F.conv2d(x, w, dilation=2, groups=8)),
         (lambda: floats(2, 8, 9, 7), lambda: floats(8, 1, 3, 3)),

@@ -16,9 +16,9 @@ from kiln.errors import KilnError
 from kiln.passes import PassPlacement
 
 from ..gpu import (
+    GPU_REWRITES,
     NVIDIA_NAMES,
     NVIDIA_SM,
-    SLICE_STRIDED_POINTWISE_CONV,
     ArchChoice,
     DescribedArch,
     GpuArchs,
@@ -107,7 +107,7 @@ def _choose(options: CompileOptions, arch: ArchChoice | None, handoff: str) -> C
         details={"matmul_precision": matmul, "conv_precision": conv, "kernels": "on" if kernels else "off"},
         attributes={"kiln.matmul_precision": matmul, "kiln.conv_precision": conv, "kiln.kernels": options.kernels},
         kernels=CudaKernels() if kernels else None,
-        passes=(SLICE_STRIDED_POINTWISE_CONV, PassPlacement("simplified", "cse", (*outline, "pointwise-conv-to-mm"))),
+        passes=(GPU_REWRITES, PassPlacement("simplified", "cse", (*outline, "pointwise-conv-to-mm"))),
     )
 
 

@@ -18,12 +18,13 @@ def test_depthwise_to_nhwc_follows_fold_truncf_constants_on_the_cpu_only():
     passes = placed(CompileOptions(target="llvm-cpu"))
     assert passes[passes.index("fold-truncf-constants") + 1] == "depthwise-to-nhwc"
     assert "slice-strided-pointwise-conv" not in passes  # a GPU workaround that costs the CPU 20-200x
+    assert "split-spatial-sum" not in passes
 
 
 @pytest.mark.parametrize("target", ["cuda", "vulkan-spirv", "rocm"])
 def test_gpu_targets_place_no_depthwise_to_nhwc(target):
     passes = placed(CompileOptions(target=target))
-    assert "depthwise-to-nhwc" not in passes and "slice-strided-pointwise-conv" in passes
+    assert "depthwise-to-nhwc" not in passes and "slice-strided-pointwise-conv" in passes and "split-spatial-sum" in passes
 
 
 def test_kernels_by_isa_and_handoff():
