@@ -37,13 +37,13 @@ def split_spatial_sum(op: ir.OpView, rewriter: Rewriter) -> None:
     assert height is not None and width is not None  # static: checked above
     if sorted(dim % rank for dim in reduced) != [rank - 2, rank - 1] or height == 1 or width == 1 or height * width < SPLIT_FROM:
         return
-    rows = static_type(op.result)
-    assert rows is not None  # a static input gives a static result
+    result = static_type(op.result)
+    assert result is not None  # a static input gives a static result
     partial_shape = [*source.shape[:-1], 1]
     partial = rewriter.create(
         "torch.aten.sum.dim_IntList",
         [x, int_list(rewriter, [rank - 1]), bool_constant(rewriter, True), dtype],
-        vtensor(partial_shape, rows.dtype),
+        vtensor(partial_shape, result.dtype),
     )
     operands = [partial, int_list(rewriter, [rank - 2, rank - 1]), keepdim, none_constant(rewriter)]
     rewriter.replace(rewriter.create("torch.aten.sum.dim_IntList", operands, op.result.type))
