@@ -32,8 +32,7 @@ STAGE = "runtime"
 # llvm-cpu target), and kiln gives IREE's workers (128 KiB by default) twice that, once per process.
 # 1 MiB: GPT-2's first layer norm at 8 x 512 tokens, which IREE fuses with the token and position
 # embeddings' gather and sum, needs 792 KiB (plain torch-mlir -> IREE cannot compile it either);
-# Llama-3.2-1B's attention over a 1,024-position KV cache (`--generate`) 136 KiB. The limit is a
-# check: iree-compile's code is the same under any limit it fits.
+# Llama-3.2-1B's attention over a 1,024-position KV cache (`--generate`) 136 KiB.
 CPU_STACK_ALLOCATION_LIMIT = 1024 * 1024
 CPU_WORKER_STACK_BYTES = 2 * CPU_STACK_ALLOCATION_LIMIT
 
