@@ -19,8 +19,8 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from .pass_api import Rewriter, pattern_pass
-from .torch_build import constant_bool, constant_ints, static_type
-from .torch_ir import bool_constant, int_list, none_constant, vtensor
+from .torch_build import constant_bool, constant_ints, reduce, static_type
+from .torch_ir import bool_constant, int_list, vtensor
 
 # Rows of at least this many pixels are split. Measured on cuda (EfficientNet-B0, batch 1): 12544
 # (112 x 112) blew up as above; 3136 (56 x 56) compiled, in dispatches of 17 MB of IR each.
@@ -45,8 +45,7 @@ def split_spatial_sum(op: ir.OpView, rewriter: Rewriter) -> None:
         [x, int_list(rewriter, [rank - 1]), bool_constant(rewriter, True), dtype],
         vtensor(partial_shape, result.dtype),
     )
-    operands = [partial, int_list(rewriter, [rank - 2, rank - 1]), keepdim, none_constant(rewriter)]
-    rewriter.replace(rewriter.create("torch.aten.sum.dim_IntList", operands, op.result.type))
+    rewriter.replace(reduce(rewriter, "torch.aten.sum.dim_IntList", partial, [rank - 2, rank - 1], keep))
 
 
 PASS = pattern_pass(
