@@ -19,11 +19,11 @@ import torch
 from torch_mlir import ir
 
 from kiln.errors import KilnError
+from kiln.passes.pass_api import load_torch_conversion_dialect
 from kiln.runtime.tensors import to_host_array
 
 from .functions import functions_by_name
 from .signature import Plan
-from .weights import load_torch_conversion_dialect
 
 STAGE = "aten"
 

@@ -26,8 +26,8 @@ from iree.compiler.tools.binaries import find_tool
 
 from kiln.errors import KilnError
 
+from .dump_text import left_out_weights
 from .scratch import remove_stale, stamped
-from .stages import ELIDED_WEIGHT
 from .usage import run_child
 
 STAGE = "vmfb"
@@ -172,7 +172,7 @@ def _failure(result: subprocess.CompletedProcess[str], flags: list[str], reprodu
     rerun = None
     if reproducer is not None:
         rerun = f"iree-compile {reproducer} {' '.join(flags)} -o out.vmfb"
-        if reproducer.is_file() and ELIDED_WEIGHT in reproducer.read_text():
+        if reproducer.is_file() and left_out_weights(reproducer.read_text()):
             rerun += " (after recompiling with --params external: this dump leaves its large weights out)"
     errors = [line.strip() for line in result.stderr.splitlines() if "error:" in line]
     if result.returncode == -signal.SIGXFSZ:

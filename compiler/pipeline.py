@@ -21,12 +21,11 @@ from kiln.targets.target import ResolvedTarget
 
 from .artifact import Compiled
 from .capture import Exported
+from .dump_text import DUMP_RESOURCE_LIMIT, left_out_weights
 from .iree_backend import IreeRun
 from .model_file import ModelSource, ModelSpec
 from .options import CompileOptions
 from .stages import (
-    DUMP_RESOURCE_LIMIT,
-    ELIDED_WEIGHT,
     Program,
     StageContext,
     aten,
@@ -36,6 +35,7 @@ from .stages import (
     vmfb,
 )
 from .usage import Usage, measured
+from .weights import external_parameters
 
 
 @dataclass(frozen=True)
@@ -210,6 +210,9 @@ def _unknown_stage(
 _DUMP_NAME = re.compile(r"^\d+-([\w-]+)\.mlir$")
 
 
+_RECOMPILE = "compile the model file again; `--stop-after STAGE` and `--print-after PASS` show any stage"
+
+
 def _starting_point(
     spec: ModelSpec | None, options: CompileOptions, stages: tuple[Stage, ...], resolved: ResolvedTarget
 ) -> tuple[int, Any]:
@@ -231,18 +234,25 @@ def _starting_point(
     if not path.is_file():
         raise KilnError(f"--start-from {path}: no such file", stage="options")
     text = path.read_text()
-    if ELIDED_WEIGHT in text:
+    if left_out := left_out_weights(text):
         raise KilnError(
-            f"--start-from {path}: this dump leaves out large weights (over {DUMP_RESOURCE_LIMIT // 2 >> 10} KiB), "
-            "so it cannot be compiled",
+            f"--start-from {path}: this dump leaves out weights (a dump holds none once one is over "
+            f"{DUMP_RESOURCE_LIMIT // 2 >> 10} KiB), so it cannot be compiled: {shorten(', '.join(left_out), 160)}",
             stage="options",
-            hint="compile with --params external: weights then stay out of the IR, in the .irpa",
+            hint=_RECOMPILE,
         )
     try:
         module = parse_module(text)
     except PassFailure as failure:
         detail = failure.diagnostics[0].message if failure.diagnostics else "unreadable"
         raise KilnError(f"--start-from {path}: not valid MLIR: {detail}", stage="options") from failure
+    if (external := external_parameters(module)[0]) > 0:
+        raise KilnError(
+            f"--start-from {path}: its {external} weights are in the first compile's .irpa (--params external), "
+            "which a new artifact cannot take over",
+            stage="options",
+            hint=_RECOMPILE,
+        )
     return names.index(match.group(1)) + 1, aten.program_from_dump(module, path)
 
 

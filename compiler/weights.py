@@ -25,9 +25,9 @@ import torch
 from torch.export import ExportedProgram
 from torch_mlir import ir
 from torch_mlir.extras.fx_importer import FxImporterHooks, GraphNodeImporter
-from torch_mlir.passmanager import PassManager
 
 from kiln.errors import KilnError
+from kiln.passes.pass_api import load_torch_conversion_dialect
 from kiln.runtime.manifest import PARAMETER_SCOPE
 from kiln.runtime.tensors import to_host_array
 
@@ -189,12 +189,3 @@ class WeightHooks(FxImporterHooks):
 def _meta_like(tensor: torch.Tensor) -> torch.Tensor:
     """A meta tensor of `tensor`'s shape and dtype: what Parameters keeps of a weight a checkpoint holds."""
     return torch.empty(tensor.shape, dtype=tensor.dtype, device="meta")
-
-
-def load_torch_conversion_dialect(context: ir.Context) -> None:
-    """`torch_c` is only loaded as a dependency of the lowering passes; running them on an empty
-    module loads it, so the hook can build `torch_c.from_builtin_tensor`."""
-    with context:
-        PassManager.parse("builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline)").run(
-            ir.Module.parse("module {}").operation
-        )

@@ -111,15 +111,25 @@ def ops_named(root: ir.Operation, names: Collection[str]) -> list[ir.Operation]:
 
 
 def parse_module(text: str) -> ir.Module:
-    """Parse MLIR text (torch, linalg or any upstream dialect) into a module with its own context."""
+    """Parse MLIR text (torch, torch_c, linalg or any upstream dialect) into a module with its own context."""
     context = ir.Context()
     torch_dialect.register_dialect(context)
+    load_torch_conversion_dialect(context)  # a dump of a model with external weights loads them through torch_c
     context.allow_unregistered_dialects = True  # IREE's, e.g. #stream.parameter.named for external weights
     with context:
         try:
             return ir.Module.parse(text)
         except ir.MLIRError as exc:
             raise PassFailure("parse", _diagnostics(exc)) from exc
+
+
+def load_torch_conversion_dialect(context: ir.Context) -> None:
+    """`torch_c` is only loaded as a dependency of the lowering passes; running them on an empty
+    module loads it, so that it can be parsed and built (`torch_c.from_builtin_tensor`)."""
+    with context:
+        PassManager.parse("builtin.module(torch-backend-to-linalg-on-tensors-backend-pipeline)").run(
+            ir.Module.parse("module {}").operation
+        )
 
 
 def run_pass(module: ir.Module, pass_: Pass, side_files: Path | None = None) -> None:

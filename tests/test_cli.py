@@ -120,6 +120,18 @@ def test_start_from_a_dump_finishes_the_compile(tmp_path):
     assert sorted(p.name for p in (tmp_path / "mlp.stages").glob("05-fused*.mlir"))  # the stages after it ran
 
 
+def test_start_from_a_dump_with_external_weights_says_why_not(tmp_path):
+    # Such a dump loads its weights through torch_c, which --start-from could not even parse; and the
+    # artifact it would make needs the first compile's .irpa, which no new artifact can take over.
+    first = invoke("compile", EXAMPLES / "mlp.py", "-o", tmp_path / "mlp.vmfb", "--params", "external", "-q")
+    assert first.exit_code == 0, first.output
+    dump = tmp_path / "mlp.stages" / "03-simplified.mlir"
+    result = invoke("compile", "--start-from", dump, "-o", tmp_path / "again.vmfb")
+    assert result.exit_code == 1
+    assert f"--start-from {dump}: its 3 weights are in the first compile's .irpa (--params external)" in result.output
+    assert "compile the model file again" in result.output and not (tmp_path / "again.vmfb").exists()
+
+
 def test_start_from_needs_a_stage_dump(tmp_path):
     stray = tmp_path / "model.mlir"
     stray.write_text("module {}")
@@ -134,8 +146,36 @@ def test_start_from_a_dump_without_its_weights_says_how_to_get_one(tmp_path):
     dump.write_text("%w = torch.vtensor.literal(dense_resource<__elided__> : tensor<1024x1024xf32>)\n")
     result = invoke("compile", "--start-from", dump)
     assert result.exit_code == 1
-    assert "this dump leaves out large weights (over 512 KiB), so it cannot be compiled" in result.output
-    assert "compile with --params external" in result.output
+    assert "this dump leaves out weights (a dump holds none once one is over 512 KiB), so it cannot be compiled: __elided__" in result.output
+    assert "compile the model file again" in result.output
+
+
+def test_a_dump_leaves_large_weights_out_and_start_from_refuses_it(tmp_path):
+    # A weight of 1 MiB: the dumps print the ops alone (MLIR's printer renders a weight as hex before
+    # eliding it, 1.2 s a dump for 250 MB of weights), and --start-from says which weights are missing
+    # (before, kiln's check looked for a marker MLIR no longer prints, and iree-compile failed instead).
+    model = tmp_path / "wide.py"
+    model.write_text(
+        "import torch\ntorch.manual_seed(0)\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 8))\n"
+        "example_inputs = (torch.randn(2, 512),)\n"
+    )
+    stopped = invoke("compile", model, "-o", tmp_path / "wide.vmfb", "--stop-after", "simplified", "-q")
+    assert stopped.exit_code == 0, stopped.output
+    dump = tmp_path / "wide.stages" / "03-simplified.mlir"
+    text = dump.read_text()
+    assert (
+        text.startswith("// This dump leaves out its weights (some are over 512 KiB)") and "{-#" not in text
+    )
+    assert text.count("dense_resource<") == 4 and "func.func @main" in text  # the ops, every weight named
+    result = invoke("compile", "--start-from", dump, "-o", tmp_path / "again.vmfb")
+    assert result.exit_code == 1
+    assert (
+        "this dump leaves out weights (a dump holds none once one is over 512 KiB), so it cannot be compiled: "
+        in result.output
+    )
+    assert "torch_tensor.0.weight" in result.output and "torch_tensor.2.weight" in result.output
+    assert not (tmp_path / "again.vmfb").exists()
 
 
 def test_help_imports_nothing_heavy():

@@ -91,7 +91,7 @@ def test_an_iree_compile_crash_names_the_pass_it_crashed_in():
 
 
 def test_a_reproducer_without_its_weights_says_how_to_get_one(tmp_path):
-    # A dump leaves weights over 512 KiB out (`__elided__`): iree-compile cannot take it as it is.
+    # A dump without its weights (here one elided by hand): iree-compile cannot take it as it is.
     dump = tmp_path / "04-vmfb.iree-input.mlir"
     dump.write_text('%w = torch.vtensor.literal(dense_resource<__elided__> : tensor<1024x1024xbf16>)\n')
     failed = subprocess.CompletedProcess(["iree-compile"], 1, "", f"{dump}:1:1: error: resource data missing\n")

@@ -14,6 +14,8 @@ from torch_mlir import ir
 
 from kiln.runtime.manifest import FunctionSpec, GenerationSpec
 
+from ..dump_text import dump_text
+
 if TYPE_CHECKING:
     from kiln.targets.target import ResolvedTarget
 
@@ -40,13 +42,9 @@ class Program:
     quantized: str | None = None  # --quantize: the Linear layers' weight scheme (compiler/quantize.py)
 
     def __str__(self) -> str:
-        """The dump text. Weights over DUMP_RESOURCE_LIMIT are elided: a dump stays readable and small
-        (GPT-2's would be 1 GB a stage), and a small model's dump still reproduces the stage in full."""
-        return self.module.operation.get_asm(large_resource_limit=DUMP_RESOURCE_LIMIT)
-
-
-DUMP_RESOURCE_LIMIT = 1 << 20  # characters of hex: weights of about 512 KiB and more are elided in dumps
-ELIDED_WEIGHT = "__elided__"  # what MLIR prints in a dump in place of such a weight
+        """The dump text (dump_text.py): a model with a weight over DUMP_RESOURCE_LIMIT gets its ops alone, so a
+        dump stays readable and small (GPT-2's would be 1 GB a stage); a small model's reproduces the stage."""
+        return dump_text(self.module)
 
 
 @dataclass
