@@ -27,17 +27,12 @@ _NOTE = "// This dump leaves out its weights (some are over {kib} KiB): it shows
 
 def dump_text(module: ir.Module) -> str:
     """The module as a dump: whole where every weight is within DUMP_RESOURCE_LIMIT, else its ops alone."""
-    ops = "\n".join(_indented(op.get_asm()) for op in module.body.operations)
-    if not any(_hex_chars(shape) > DUMP_RESOURCE_LIMIT for _, shape in _USE.findall(ops)):
+    if _largest_weight(module) <= DUMP_RESOURCE_LIMIT or not module.operation.verify():
         return module.operation.get_asm(large_resource_limit=DUMP_RESOURCE_LIMIT)
+    # Verified once here: each op printed alone would verify the whole module again.
+    ops = "\n".join(_indented(op.get_asm(assume_verified=True)) for op in module.body.operations)
     header = module.operation.get_asm(skip_regions=True)  # "module attributes {...} {...}\n"
-    return (
-        _NOTE.format(kib=DUMP_RESOURCE_LIMIT // 2 >> 10)
-        + header.removesuffix("{...}\n")
-        + "{\n"
-        + ops
-        + "\n}\n"
-    )
+    return _NOTE.format(kib=DUMP_RESOURCE_LIMIT // 2 >> 10) + header.removesuffix("{...}\n") + "{\n" + ops + "\n}\n"
 
 
 def left_out_weights(text: str) -> list[str]:
@@ -46,6 +41,23 @@ def left_out_weights(text: str) -> list[str]:
     held = set(_ENTRY.findall(text[section:])) if section >= 0 else set()
     ops = text[:section] if section >= 0 else text
     return sorted({name for name, _ in _USE.findall(ops)} - held)
+
+
+def _largest_weight(module: ir.Module) -> float:
+    """The hex characters of the module's largest weight held in its resources (`dense_resource<...>`)."""
+    largest = 0.0
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal largest
+        for index in range(len(op.attributes)):
+            attribute = op.attributes[index].attr
+            if type(attribute) is ir.Attribute:  # not downcast: a resource's handle (printing a dense<> would print its data)
+                for _, shape in _USE.findall(str(attribute)):
+                    largest = max(largest, _hex_chars(shape))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return largest
 
 
 def _indented(op_text: str) -> str:
