@@ -483,7 +483,7 @@ def test_cpu_driver_auto_times_both_and_a_fixed_one_is_kept() -> None:
     assert isinstance(auto.load().executor, CpuExecutor) and auto.load().executor.chosen()
 
 
-SUITE = Path(__file__).resolve().parent.parent / "benchmarks" / "models"
+SUITE = Path(__file__).resolve().parents[3] / "benchmarks" / "models"
 
 
 @needs_avx512_bf16
