@@ -1,8 +1,7 @@
 """A stage's dump text, printed without rendering the weights it leaves out, and how to tell that a dump left some out.
 
 MLIR's printer elides a resource over `large_resource_limit` only after rendering it as hex: every
-dump of a model with 250 MB of inline weights (DistilBERT in f32, a ViT-B in bf16) took 1.2 s to
-print, four dumps a compile. Printed op by op, a module's resources are not rendered at all; that is
+dump of DistilBERT in f32 (253 MB of inline weights) took 0.5-1.2 s to print, four dumps a compile. Printed op by op, a module's resources are not rendered at all; that is
 how a dump is printed once any weight is over the limit, so it holds no weights (without the large
 ones it could not reproduce its stage anyway). A dump whose weights are all small is printed whole,
 and reproduces its stage.
@@ -20,7 +19,7 @@ DUMP_RESOURCE_LIMIT = 1 << 20  # characters of hex: weights of about 512 KiB and
 # A weight's use in the ops, and a resource's entry in the `{-# dialect_resources: ... #-}` section.
 _USE = re.compile(r"dense_resource<([^>]+)> : tensor<([^<>]*)>")
 _ENTRY = re.compile(r'^\s*"?([^"\s:]+)"?: "0x', re.MULTILINE)
-_ELEMENT_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i1": 1}  # and iN/siN/uiN below
+_ELEMENT_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2}  # and iN/siN/uiN below
 _INTEGER = re.compile(r"(?:s|u)?i(\d+)$")
 _NOTE = "// This dump leaves out its weights (some are over {kib} KiB): it shows the stage, and cannot reproduce it.\n"
 
