@@ -1,10 +1,11 @@
 """A stage's dump text, printed without rendering the weights it leaves out, and how to tell that a dump left some out.
 
 MLIR's printer elides a resource over `large_resource_limit` only after rendering it as hex: every
-dump of DistilBERT in f32 (253 MB of inline weights) took 0.5-1.2 s to print, four dumps a compile. Printed op by op, a module's resources are not rendered at all; that is
-how a dump is printed once any weight is over the limit, so it holds no weights (without the large
-ones it could not reproduce its stage anyway). A dump whose weights are all small is printed whole,
-and reproduces its stage.
+dump of DistilBERT in f32 (253 MB of inline weights) took 0.5-1.2 s to print, four dumps a
+compile. Printed op by op, a module's resources are not rendered at all; that is how a dump is
+printed once any weight is over the limit, so it holds no weights (without the large ones it could
+not reproduce its stage anyway). A dump whose weights are all small is printed whole, and
+reproduces its stage.
 """
 
 from __future__ import annotations
