@@ -18,10 +18,8 @@ from torch_mlir import ir
 DUMP_RESOURCE_LIMIT = 1 << 20  # characters of hex: weights of about 512 KiB and more are left out of dumps
 
 # A weight's use in the ops, and a resource's entry in the `{-# dialect_resources: ... #-}` section.
-_USE = re.compile(r"dense_resource<([^>]+)> : tensor<([^<>]*)>")
+_USE = re.compile(r"dense_resource<([^>]+)>")
 _ENTRY = re.compile(r'^\s*"?([^"\s:]+)"?: "0x', re.MULTILINE)
-_ELEMENT_BYTES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2}  # and iN/siN/uiN below
-_INTEGER = re.compile(r"(?:s|u)?i(\d+)$")
 _NOTE = "// This dump leaves out its weights (some are over {kib} KiB): it shows the stage, and cannot reproduce it.\n"
 
 
@@ -40,7 +38,7 @@ def left_out_weights(text: str) -> list[str]:
     section = text.find("{-#")
     held = set(_ENTRY.findall(text[section:])) if section >= 0 else set()
     ops = text[:section] if section >= 0 else text
-    return sorted({name for name, _ in _USE.findall(ops)} - held)
+    return sorted(set(_USE.findall(ops)) - held)
 
 
 def _largest_weight(module: ir.Module) -> float:
@@ -51,9 +49,9 @@ def _largest_weight(module: ir.Module) -> float:
         nonlocal largest
         for index in range(len(op.attributes)):
             attribute = op.attributes[index].attr
-            if type(attribute) is ir.Attribute:  # not downcast: a resource's handle (printing a dense<> would print its data)
-                for _, shape in _USE.findall(str(attribute)):
-                    largest = max(largest, _hex_chars(shape))
+            # Not downcast: a resource's handle, cheap to print (a dense<> would print its data).
+            if type(attribute) is ir.Attribute and str(attribute).startswith("dense_resource<"):
+                largest = max(largest, _hex_chars(ir.ShapedType(attribute.type)))
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
@@ -64,12 +62,9 @@ def _indented(op_text: str) -> str:
     return "\n".join(f"  {line}" if line else line for line in op_text.rstrip("\n").split("\n"))
 
 
-def _hex_chars(shape: str) -> float:
-    """How many hex characters a weight of this tensor type prints as; infinite for a type not known here."""
-    *dims, element = shape.split("x")
-    size = _ELEMENT_BYTES.get(element)
-    if size is None and (integer := _INTEGER.match(element)):
-        size = max(1, int(integer.group(1)) // 8)
-    if size is None or not all(dim.isdigit() for dim in dims):
+def _hex_chars(tensor: ir.ShapedType) -> float:
+    """How many hex characters a weight of this type prints as; infinite for an element type without a width."""
+    width = getattr(tensor.element_type, "width", None)
+    if width is None or not tensor.has_static_shape:
         return math.inf
-    return 2 * size * math.prod(int(dim) for dim in dims)
+    return 2 * max(1, width // 8) * math.prod(tensor.shape)
