@@ -246,7 +246,7 @@ def _starting_point(
     except PassFailure as failure:
         detail = failure.diagnostics[0].message if failure.diagnostics else "unreadable"
         raise KilnError(f"--start-from {path}: not valid MLIR: {detail}", stage="options") from failure
-    if (external := external_parameters(module)[0]) > 0:
+    if external := external_parameters(module):
         raise KilnError(
             f"--start-from {path}: its {external} weights are in the first compile's .irpa (--params external), "
             "which a new artifact cannot take over",

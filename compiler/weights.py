@@ -14,7 +14,6 @@ parameter global, whatever its size, and its bytes are first read when the archi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,9 +46,6 @@ _ELEMENT_TYPES = {
     torch.int8: "i8",
     torch.uint8: "ui8",
 }
-
-
-_ELEMENT_BYTES = {name: torch.tensor([], dtype=dtype).element_size() for dtype, name in _ELEMENT_TYPES.items()}
 
 
 @dataclass(frozen=True)
@@ -95,17 +91,12 @@ class Parameters:
         return write
 
 
-def external_parameters(module: ir.Module) -> tuple[int, int]:
-    """How many weights `module` reads from a parameter archive, and their bytes (from the globals' types)."""
-    count = nbytes = 0
-    for op in module.body.operations:
-        operation = op.operation
-        if operation.name != "ml_program.global" or "stream.parameter.named" not in str(operation.attributes["value"]):
-            continue
-        tensor_type = ir.RankedTensorType(ir.TypeAttr(operation.attributes["type"]).value)
-        count += 1
-        nbytes += math.prod(tensor_type.shape) * _ELEMENT_BYTES[str(tensor_type.element_type)]
-    return count, nbytes
+def external_parameters(module: ir.Module) -> int:
+    """How many weights `module` reads from a parameter archive (its `ml_program.global`s naming one)."""
+    return sum(
+        op.operation.name == "ml_program.global" and "stream.parameter.named" in str(op.operation.attributes["value"])
+        for op in module.body.operations
+    )
 
 
 class WeightHooks(FxImporterHooks):

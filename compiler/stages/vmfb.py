@@ -31,7 +31,6 @@ from ..artifact import Compiled, versions
 from ..iree_backend import iree_compile_with_workarounds, recorded_runs
 from ..out_variants import add_out_variants
 from ..transients import TRANSIENTS_SUFFIX, add_transient_variants, remove_transient_variants
-from ..weights import external_parameters
 from ..written_inputs import overwritten_inputs
 from . import Program, StageContext
 from .pass_groups import mark_target
@@ -277,7 +276,6 @@ def _source_of(context: StageContext) -> dict[str, str]:
 
 
 def _parameter_summary(program: Program) -> dict[str, int] | None:
-    if program.parameters is not None:
-        return {"count": len(program.parameters.tensors), "bytes": program.parameters.nbytes}
-    count, nbytes = external_parameters(program.module)  # a compile started from a dump: read the globals
-    return {"count": count, "bytes": nbytes} if count else None
+    if program.parameters is None:  # inline weights (a dump with external ones is refused by --start-from)
+        return None
+    return {"count": len(program.parameters.tensors), "bytes": program.parameters.nbytes}
