@@ -163,12 +163,17 @@ def _moments(handoff: HandOff, chain: _Moments, rstd: ir.Operation) -> None:
 @dataclass(frozen=True)
 class _Moments:
     """A layer norm's statistics in kiln's linalg: mean = sum(x) / n, squares = (x - mean)^2 and
-    rstd = 1 / sqrt(sum(squares) / n + eps), over the last dimension of f32 `x`."""
+    rstd = 1 / sqrt(sum(squares) / n + eps), over the last dimension of f32 `x`. Where x - mean is
+    an op of its own (`centered`), squares multiplies its result by itself and the normalization
+    reads it: kiln's fusion leaves that form where x's producer, computed again inside the
+    subtraction, makes it too costly to compute again in both of its users (Whisper's residual
+    stream, the sum of four tensors, one of them broadcast)."""
 
     x: ir.Value
     mean: ir.Operation
     squares: ir.Operation
     eps: float
+    centered: ir.Operation | None = None
 
 
 @dataclass(frozen=True)
@@ -194,25 +199,51 @@ def _moments_chain(rstd: ir.Operation) -> _Moments | None:
         return None
     squares, n = variance
     op = producer_of(squares)
-    if name_of(op) != "linalg.generic" or len(op.operands) < 3:
+    if name_of(op) != "linalg.generic":
         return None
-    k = len(op.operands) - 2  # the inputs before the mean: x's, or its producer's
-    mean_value = op.operands[k]
+    centered = _squared(op)
+    deviations = centered or op  # the op subtracting the mean
+    if len(deviations.operands) < 3:
+        return None
+    k = len(deviations.operands) - 2  # the inputs before the mean: x's, or its producer's
+    mean_value = deviations.operands[k]
     mean, average = producer_of(mean_value), _row_average(mean_value)
     if average is None or average[1] != n or name_of(mean) != "linalg.generic":
         return None
     x = average[0]
     rank = len(shape_of(x)) if is_static(x) else 0
-    maps = [str(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]]
+    maps = [str(ir.AffineMapAttr(m).value) for m in deviations.attributes["indexing_maps"]]
     if not rank or element_of(x) != "f32" or n != shape_of(x)[-1] or maps[-1] != identity_map(rank) or maps[k] not in row_maps(rank):
         return None
-    steps, value, read = _reading(op, x)
-    if read != k or [o.name for o in steps] != ["arith.subf", "arith.mulf", "linalg.yield"]:
+    if centered is not None and not identities(op, rank):
         return None
-    sub, mul = steps[0], steps[1]
-    if list(sub.operands) != [value, block_argument(op, k)] or list(mul.operands) != [sub.results[0], sub.results[0]]:
+    steps, value, read = _reading(deviations, x)
+    rest = ["linalg.yield"] if centered else ["arith.mulf", "linalg.yield"]
+    if read != k or [o.name for o in steps] != ["arith.subf", *rest]:
         return None
-    return _Moments(x, mean, op, eps)
+    sub = steps[0]
+    if list(sub.operands) != [value, block_argument(deviations, k)]:
+        return None
+    if centered is None and list(steps[1].operands) != [sub.results[0], sub.results[0]]:
+        return None
+    return _Moments(x, mean, op, eps, centered)
+
+
+def _squared(op: ir.Operation) -> ir.Operation | None:
+    """The elementwise generic whose result `op` multiplies by itself, element by element; None
+    where `op` computes anything else."""
+    steps = body_of(op)
+    if [o.name for o in steps] != ["arith.mulf", "linalg.yield"] or len(op.results) != 1:
+        return None
+    read = {list(op.operands)[argument_number(v)] for v in steps[0].operands if argument_number(v) is not None}
+    if len(read) != 1 or any(argument_number(v) is None for v in steps[0].operands):
+        return None
+    producer = producer_of(read.pop())
+    if name_of(producer) != "linalg.generic" or len(producer.results) != 1:
+        return None
+    if any("reduction" in str(t) for t in producer.attributes["iterator_types"]):
+        return None
+    return producer
 
 
 def _reading(op: ir.Operation, x: ir.Value) -> tuple[list[ir.Operation], ir.Value | None, int]:
@@ -254,7 +285,7 @@ def _normalization(chain: _Moments, rstd: ir.Operation) -> _Normalization | None
     """The one op that uses the chain's mean and rstd besides the chain itself, where it normalizes x
     (see _Normalization); None where there is none, or the statistics are used elsewhere too."""
     mean, deviation = chain.mean.results[0], rstd.results[0]
-    users = {user_of(use) for use in (*mean.uses, *deviation.uses)} - {chain.squares}
+    users = {user_of(use) for use in (*mean.uses, *deviation.uses)} - {chain.squares, chain.centered}
     if len(users) != 1:
         return None
     (op,) = users
@@ -265,27 +296,33 @@ def _normalization(chain: _Moments, rstd: ir.Operation) -> _Normalization | None
     maps = [str(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]]
     dims = ", ".join(f"d{i}" for i in range(rank))
     column = f"({dims}) -> (d{rank - 1})"
-    steps, value, k = _reading(op, chain.x)  # ins: x's (k of them), mean, rstd, then the parameters
-    if value is None or ins[k : k + 2] != [mean, deviation] or maps[-1] != identity_map(rank):
+    if chain.centered is None:  # ins: x's (k of them), mean, rstd, then the parameters
+        steps, value, k = _reading(op, chain.x)
+        if value is None or ins[k : k + 2] != [mean, deviation] or maps[k] not in row_maps(rank):
+            return None
+        if [o.name for o in steps[:1]] != ["arith.subf"] or list(steps[0].operands) != [value, block_argument(op, k)]:
+            return None
+        value, steps, k = steps[0].results[0], steps[1:], k + 1
+    else:  # ins: x - mean, rstd, then the parameters
+        steps, value, k = body_of(op), block_argument(op, 0), 1
+        if ins[:2] != [chain.centered.results[0], deviation] or maps[0] != identity_map(rank):
+            return None
+    first = k + 1  # the parameters' first input
+    if maps[-1] != identity_map(rank) or maps[k] not in row_maps(rank) or any(m != column for m in maps[first : len(ins)]):
         return None
-    if maps[k] not in row_maps(rank) or maps[k + 1] not in row_maps(rank) or any(m != column for m in maps[k + 2 : len(ins)]):
+    if steps[0].name != "arith.mulf" or set(steps[0].operands) != {value, block_argument(op, k)}:
         return None
-    if [o.name for o in steps[:2]] != ["arith.subf", "arith.mulf"] or list(steps[0].operands) != [value, block_argument(op, k)]:
-        return None
-    value = steps[0].results[0]
-    if {argument_number(v) for v in steps[1].operands} != {k + 1, None} or value not in list(steps[1].operands):
-        return None
-    value, parameters, widened, out = steps[1].results[0], {}, {}, "f32"
-    for step in steps[2:-1]:
+    value, parameters, widened, out = steps[0].results[0], {}, {}, "f32"
+    for step in steps[1:-1]:
         operands = list(step.operands)
-        if step.name == "arith.extf" and (argument_number(operands[0]) or 0) >= k + 2:
+        if step.name == "arith.extf" and (argument_number(operands[0]) or 0) >= first:
             widened[step.results[0]] = argument_number(operands[0])
             continue
         if step.name in ("arith.mulf", "arith.addf") and value in operands and out == "f32":
             role = "weight" if step.name == "arith.mulf" else "bias"
             other = operands[1] if operands[0] == value else operands[0]
             number = widened.get(other, argument_number(other))
-            if role in parameters or (role == "weight" and "bias" in parameters) or number is None or number < k + 2:
+            if role in parameters or (role == "weight" and "bias" in parameters) or number is None or number < first:
                 return None
             parameters[role], value = ins[number], step.results[0]
             continue
@@ -327,7 +364,7 @@ def _fused_producer(chain: _Moments, normalization: _Normalization) -> _Fused | 
     if any("reduction" in str(t) for t in producer.attributes["iterator_types"]):
         return None
     total = producer_of(chain.mean.operands[0])
-    if {user_of(use) for use in x.uses} - {total, chain.squares, normalization.op}:
+    if {user_of(use) for use in x.uses} - {total, chain.squares, chain.centered, normalization.op}:
         return None
     dims = ", ".join(f"d{i}" for i in range(rank))
     reads = {identity_map(rank): "element", f"({dims}) -> (d{rank - 1})": "column", **dict.fromkeys(row_maps(rank), "row")}

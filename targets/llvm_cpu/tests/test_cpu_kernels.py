@@ -322,6 +322,37 @@ def test_layer_norms_on_the_row_kernel_match_eager(dtype: torch.dtype) -> None:
             torch.testing.assert_close(got, want, **tolerance)
 
 
+class ResidualStream(nn.Module):
+    """A pre-norm block's two layer norms over a residual stream with a broadcast term (Whisper's
+    positions): kiln's fusion computes the stream's sum again inside the second norm's x - mean,
+    which it then keeps as an op of its own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm, self.proj = nn.LayerNorm(64), nn.Linear(64, 64)
+
+    def forward(self, a: torch.Tensor, positions: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        x = a + positions + b
+        return self.norm(x + self.proj(self.norm(x)))
+
+
+@needs_avx512f
+def test_a_layer_norm_whose_centering_is_an_op_of_its_own_is_on_the_row_kernel() -> None:
+    """Regression: the second norm took IREE's code, whose tile of the recomputed stream needed
+    1.4 MiB of stack for Whisper-small at batch 16, past the limit (iree-compile failed)."""
+    torch.manual_seed(0)
+    model = ResidualStream().eval()
+    with torch.no_grad():
+        model.norm.weight.uniform_(0.5, 1.5)
+        model.norm.bias.uniform_(-0.1, 0.1)
+    inputs = (torch.randn(4, 24, 64) * 10 + 100, torch.randn(24, 64), torch.randn(4, 24, 64))
+    compiled = kiln.compile(model, inputs)
+    norms = [r["why"] for r in compiled.manifest.kernels if r["contraction"].startswith("layer norm")]
+    assert norms == ["row layer norm of kiln_rows.c"] * 2, compiled.manifest.kernels
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*inputs), model(*inputs), rtol=1e-4, atol=1e-4)
+
+
 @needs_avx512_bf16
 def test_attention_on_the_kernel_is_a_choice() -> None:
     torch.manual_seed(0)
