@@ -886,3 +886,35 @@ module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "hig
     return %y : !torch.vtensor<[1,16],bf16>
   }
 }
+
+// -----
+
+// An epilogue ends before a widening: here the next Linear's upcast of its A (a bf16 model's matmul in
+// kiln's prims). The first kernel stores bf16, and the second is a bf16 matmul too.
+// CHECK-LABEL: func.func @widened_for_the_next
+// CHECK:         %[[H:.*]] = call @kiln_mm_0(%arg0, %arg1) : (!torch.vtensor<[8,32],bf16>, !torch.vtensor<[32,32],bf16>) -> !torch.vtensor<[8,32],bf16>
+// CHECK-NEXT:    %[[Y:.*]] = call @kiln_mm_1(%[[H]], %arg2) : (!torch.vtensor<[8,32],bf16>, !torch.vtensor<[32,32],bf16>) -> !torch.vtensor<[8,32],f32>
+// CHECK-NEXT:    return %[[Y]]
+module attributes {kiln.matmul_precision = "highest", kiln.conv_precision = "high"} {
+  func.func @widened_for_the_next(%x: !torch.vtensor<[8,32],bf16>, %w1: !torch.vtensor<[32,32],bf16>, %w2: !torch.vtensor<[32,32],bf16>) -> !torch.vtensor<[8,32],f32> {
+    %int0 = torch.constant.int 0
+    %int1 = torch.constant.int 1
+    %int6 = torch.constant.int 6
+    %int15 = torch.constant.int 15
+    %half = torch.constant.float 5.000000e-01
+    %false = torch.constant.bool false
+    %none = torch.constant.none
+    %swap = torch.prim.ListConstruct %int1, %int0 : (!torch.int, !torch.int) -> !torch.list<int>
+    %x32 = torch.aten.to.dtype %x, %int6, %false, %false, %none : !torch.vtensor<[8,32],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[8,32],f32>
+    %w1t = torch.aten.permute %w1, %swap : !torch.vtensor<[32,32],bf16>, !torch.list<int> -> !torch.vtensor<[32,32],bf16>
+    %w1t32 = torch.aten.to.dtype %w1t, %int6, %false, %false, %none : !torch.vtensor<[32,32],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[32,32],f32>
+    %mm1 = torch.aten.mm %x32, %w1t32 : !torch.vtensor<[8,32],f32>, !torch.vtensor<[32,32],f32> -> !torch.vtensor<[8,32],f32>
+    %s = torch.aten.mul.Scalar %mm1, %half : !torch.vtensor<[8,32],f32>, !torch.float -> !torch.vtensor<[8,32],f32>
+    %s16 = torch.aten.to.dtype %s, %int15, %false, %false, %none : !torch.vtensor<[8,32],f32>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[8,32],bf16>
+    %s32 = torch.aten.to.dtype %s16, %int6, %false, %false, %none : !torch.vtensor<[8,32],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[8,32],f32>
+    %w2t = torch.aten.permute %w2, %swap : !torch.vtensor<[32,32],bf16>, !torch.list<int> -> !torch.vtensor<[32,32],bf16>
+    %w2t32 = torch.aten.to.dtype %w2t, %int6, %false, %false, %none : !torch.vtensor<[32,32],bf16>, !torch.int, !torch.bool, !torch.bool, !torch.none -> !torch.vtensor<[32,32],f32>
+    %mm2 = torch.aten.mm %s32, %w2t32 : !torch.vtensor<[8,32],f32>, !torch.vtensor<[32,32],f32> -> !torch.vtensor<[8,32],f32>
+    return %mm2 : !torch.vtensor<[8,32],f32>
+  }
+}
