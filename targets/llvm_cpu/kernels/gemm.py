@@ -123,7 +123,7 @@ def _conv(handoff: HandOff, op: ir.Operation) -> Call:
     # transpose into the producer (a pad between them keeps it from doing so).
     source, low, high = _unpadded(x)
     _, _, h, w_ = shape_of(source)
-    if call.hp != hp:  # a row window reads up to a row past the input's end: one more zero row
+    if call.hp != hp:  # a row window reads past the input's end: zero rows for it (row_window_call)
         high = [high[0] + call.hp - hp, high[1]]
     nhwc = f"tensor<{nb}x{h}x{w_}x{cin}x{e}>"
     out = f"tensor<{nb}x{cout}x{call.oh}x{call.ow}xf32>"

@@ -30,7 +30,7 @@ class Call:
     input channels are not (a stem's 3) is given as a "row window" instead: for each kernel row, the
     kw x cin input values under it are contiguous in NHWC, so they are read as one channel run of
     `cin` = kw x cin rounded up to 32 (kw = 1, pixels `pixel_stride` = the real cin apart), with zero
-    weights for the values past the window; the input gets a zero row at the bottom so that those
+    weights for the values past the window; the input gets zero rows at the bottom so that those
     reads stay inside it. (Those values are multiplied by zero: an infinity among them, which eager
     PyTorch would not have read for that output, makes it NaN. Images and finite activations are
     unaffected.)
@@ -97,10 +97,14 @@ def conv_call(nb: int, hp: int, wp: int, cin: int, cout: int, kh: int, kw: int, 
 
 def row_window_call(nb: int, hp: int, wp: int, cin: int, cout: int, kh: int, kw: int, stride: int) -> Call:
     """A convolution whose `cin` is not a multiple of 32, as a row window (see Call); `hp` without the
-    extra bottom row, which the call adds."""
+    zero rows at the bottom, which the call adds: as many as the last window reads past the input's
+    last row, at least one. One row was not enough where rows are short: squeeze-excitation's expand
+    convolution over 8 channels of 1x1 pixels reads 24 values past its row, and the last image's
+    output was NaN wherever the memory after the input held a NaN (EfficientNet-B0 bf16 at batch 32)."""
     direct = conv_call(nb, hp, wp, 32, cout, kh, kw, stride)
     window = row_window(kw, cin)
-    return replace(direct, hp=hp + 1, cin=window, kw=1, pixel_stride=cin)
+    past = -(-(window - kw * cin) // (wp * cin))
+    return replace(direct, hp=hp + max(past, 1), cin=window, kw=1, pixel_stride=cin)
 
 
 def row_window(kw: int, cin: int) -> int:

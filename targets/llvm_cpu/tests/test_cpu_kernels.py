@@ -30,6 +30,7 @@ from kiln.runtime.numerics import compare_all
 from kiln.targets.levers import Lever, compile_with_levers
 from kiln.targets.llvm_cpu.kernels import build
 from kiln.targets.llvm_cpu.kernels.features import AMX, AVX512_BF16, AVX512F, kernel_isa
+from kiln.targets.llvm_cpu.kernels.geometry import row_window_call
 
 HERE = Path(__file__).parent / "kernels"
 # The GEMM kernel's sources (its bf16 workgroup function, the AMX, AVX512-BF16 and f32 paths), not the row kernels'.
@@ -351,6 +352,26 @@ def test_a_layer_norm_whose_centering_is_an_op_of_its_own_is_on_the_row_kernel()
     assert norms == ["row layer norm of kiln_rows.c"] * 2, compiled.manifest.kernels
     with torch.no_grad():
         torch.testing.assert_close(compiled(*inputs), model(*inputs), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (2, 1, 1, 8, 32, 1, 1, 1),  # squeeze-excitation's expand: 8 channels of 1x1 pixels
+        (1, 225, 225, 3, 32, 3, 3, 2),  # a stem: 3 channels, a 3x3 kernel, stride 2
+        (4, 7, 5, 12, 16, 3, 3, 1),
+        (1, 9, 2, 20, 16, 1, 2, 1),
+    ],
+)
+def test_a_row_window_s_reads_stay_inside_its_image(shape: tuple[int, ...]) -> None:
+    """Regression: one zero row below the input was too few for short rows, and the last image's
+    result was NaN where the memory after the input held one (EfficientNet-B0 bf16 at batch 32)."""
+    nb, hp, wp, cin, cout, kh, kw, stride = shape
+    call = row_window_call(nb, hp, wp, cin, cout, kh, kw, stride)
+    # The kernel's last read of an image (kiln_gemm.h: a_pixel and kwalk): the last output pixel's
+    # window under the last kernel row, 32 values a K step, cin (the window) in all.
+    start = (((call.oh - 1) * call.stride + call.kh - 1) * call.wp + (call.ow - 1) * call.stride) * call.xs
+    assert start + call.cin <= call.hp * call.wp * call.xs, call
 
 
 @needs_avx512_bf16
