@@ -193,6 +193,42 @@ def identities(op: ir.Operation, rank: int) -> bool:
     return all(str(ir.AffineMapAttr(m).value) == identity_map(rank) for m in op.attributes["indexing_maps"])
 
 
+def reading(op: ir.Operation, x: ir.Value) -> tuple[list[ir.Operation], ir.Value | None, int]:
+    """(the rest of the body, the value standing for f32 `x`, the inputs read for it) of a generic
+    whose first input is `x`, or whose first inputs are those of x's elementwise producer, with the
+    producer's body cloned at the start of its own (kiln's fusion computes a residual add, or a bf16
+    model's widening, again in each consumer); (the body, None, 0) otherwise."""
+    steps = body_of(op)
+    if op.operands[0] == x:
+        return steps, block_argument(op, 0), 1
+    producer = producer_of(x)
+    if name_of(producer) != "linalg.generic" or len(producer.results) != 1:
+        return steps, None, 0
+    inputs = list(producer.operands)[: len(producer.operands) - 1]
+    theirs = body_of(producer)
+    rank = len(shape_of(x))
+    maps = [str(ir.AffineMapAttr(m).value) for m in producer.attributes["indexing_maps"]]
+    ours = [str(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]][: len(inputs)]
+    if list(op.operands)[: len(inputs)] != inputs or ours != maps[: len(inputs)] or maps[-1] != identity_map(rank):
+        return steps, None, 0
+    if any("reduction" in str(t) for t in producer.attributes["iterator_types"]) or len(steps) < len(theirs):
+        return steps, None, 0
+    clone = len(theirs) - 1
+    same = {block_argument(producer, i): block_argument(op, i) for i in range(len(inputs))}
+    for mine, original in zip(steps[:clone], theirs[:clone], strict=True):
+        if mine.name != original.name or len(mine.results) != 1 or mine.results[0].type != original.results[0].type:
+            return steps, None, 0
+        if attributes(mine) != attributes(original) or list(mine.operands) != [same.get(v, v) for v in original.operands]:
+            return steps, None, 0
+        same[original.results[0]] = mine.results[0]
+    return steps[clone:], same.get(theirs[-1].operands[0]), len(inputs)
+
+
+def attributes(op: ir.Operation) -> list[tuple[str, str]]:
+    """An op's attributes as (name, printed value) pairs, to compare two ops by."""
+    return [(name, str(op.attributes[name])) for name in op.attributes]
+
+
 def row_reduction(value: ir.Value, source: ir.Value, combine: str, zero: bool = False) -> bool:
     """Whether `value` is a result of a generic reducing `source` over its last dimension with
     `combine`(element, accumulator), from a zero fill (`zero`) or a -inf one."""

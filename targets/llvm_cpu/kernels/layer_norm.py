@@ -23,6 +23,7 @@ from .handoff import (
     HandOff,
     Rows,
     argument_number,
+    attributes,
     block_argument,
     body_of,
     element_of,
@@ -33,6 +34,7 @@ from .handoff import (
     name_of,
     private_function,
     producer_of,
+    reading,
     row_maps,
     row_reduction,
     shape_of,
@@ -217,7 +219,7 @@ def _moments_chain(rstd: ir.Operation) -> _Moments | None:
         return None
     if centered is not None and not identities(op, rank):
         return None
-    steps, value, read = _reading(deviations, x)
+    steps, value, read = reading(deviations, x)
     rest = ["linalg.yield"] if centered else ["arith.mulf", "linalg.yield"]
     if read != k or [o.name for o in steps] != ["arith.subf", *rest]:
         return None
@@ -246,41 +248,6 @@ def _squared(op: ir.Operation) -> ir.Operation | None:
     return producer
 
 
-def _reading(op: ir.Operation, x: ir.Value) -> tuple[list[ir.Operation], ir.Value | None, int]:
-    """(the rest of the body, the value standing for f32 `x`, the inputs read for it) of a generic
-    whose first input is `x`, or whose first inputs are those of x's elementwise producer, with the
-    producer's body cloned at the start of its own (kiln's fusion computes a residual add, or a bf16
-    model's widening, again in each consumer); (the body, None, 0) otherwise."""
-    steps = body_of(op)
-    if op.operands[0] == x:
-        return steps, block_argument(op, 0), 1
-    producer = producer_of(x)
-    if name_of(producer) != "linalg.generic" or len(producer.results) != 1:
-        return steps, None, 0
-    inputs = list(producer.operands)[: len(producer.operands) - 1]
-    theirs = body_of(producer)
-    rank = len(shape_of(x))
-    maps = [str(ir.AffineMapAttr(m).value) for m in producer.attributes["indexing_maps"]]
-    ours = [str(ir.AffineMapAttr(m).value) for m in op.attributes["indexing_maps"]][: len(inputs)]
-    if list(op.operands)[: len(inputs)] != inputs or ours != maps[: len(inputs)] or maps[-1] != identity_map(rank):
-        return steps, None, 0
-    if any("reduction" in str(t) for t in producer.attributes["iterator_types"]) or len(steps) < len(theirs):
-        return steps, None, 0
-    clone = len(theirs) - 1
-    same = {block_argument(producer, i): block_argument(op, i) for i in range(len(inputs))}
-    for mine, original in zip(steps[:clone], theirs[:clone], strict=True):
-        if mine.name != original.name or len(mine.results) != 1 or mine.results[0].type != original.results[0].type:
-            return steps, None, 0
-        if _attributes(mine) != _attributes(original) or list(mine.operands) != [same.get(v, v) for v in original.operands]:
-            return steps, None, 0
-        same[original.results[0]] = mine.results[0]
-    return steps[clone:], same.get(theirs[-1].operands[0]), len(inputs)
-
-
-def _attributes(op: ir.Operation) -> list[tuple[str, str]]:
-    return [(name, str(op.attributes[name])) for name in op.attributes]
-
-
 def _normalization(chain: _Moments, rstd: ir.Operation) -> _Normalization | None:
     """The one op that uses the chain's mean and rstd besides the chain itself, where it normalizes x
     (see _Normalization); None where there is none, or the statistics are used elsewhere too."""
@@ -297,7 +264,7 @@ def _normalization(chain: _Moments, rstd: ir.Operation) -> _Normalization | None
     dims = ", ".join(f"d{i}" for i in range(rank))
     column = f"({dims}) -> (d{rank - 1})"
     if chain.centered is None:  # ins: x's (k of them), mean, rstd, then the parameters
-        steps, value, k = _reading(op, chain.x)
+        steps, value, k = reading(op, chain.x)
         if value is None or ins[k : k + 2] != [mean, deviation] or maps[k] not in row_maps(rank):
             return None
         if [o.name for o in steps[:1]] != ["arith.subf"] or list(steps[0].operands) != [value, block_argument(op, k)]:
@@ -428,9 +395,9 @@ def _vector_body(producer: ir.Operation) -> tuple[list[str], str] | None:
         if "<" in element:
             return None
         result = fresh("v")
-        attributes = ", ".join(f"{name} = {value}" for name, value in _attributes(op))
+        listed = ", ".join(f"{name} = {value}" for name, value in attributes(op))
         types = ", ".join(row_program.vector(str(value.type)) for value in op.operands)
-        lines.append(f'{result} = "{op.name}"({", ".join(operands)}) {{{attributes}}} : ({types}) -> {row_program.vector(element)}')
+        lines.append(f'{result} = "{op.name}"({", ".join(operands)}) {{{listed}}} : ({types}) -> {row_program.vector(element)}')
         names[op.results[0]] = result
     yielded = steps[-1].operands[0]
     if yielded not in names or str(yielded.type) != "f32":

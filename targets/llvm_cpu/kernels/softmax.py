@@ -31,6 +31,7 @@ from .handoff import (
     name_of,
     private_function,
     producer_of,
+    reading,
     row_maps,
     row_reduction,
     shape_of,
@@ -167,13 +168,28 @@ def _all_scores_minus_infinity(test: ir.Value, x: ir.Value, bias: ir.Value | Non
     if name_of(init) != "linalg.fill" or float_constant(init.operands[0]) != float("inf"):
         return False
     flags = producer_of(reduction.operands[0])
-    if name_of(flags) != "linalg.generic" or list(flags.operands)[:-1] != ([x, bias] if bias is not None else [x]):
+    if name_of(flags) != "linalg.generic":
         return False
-    steps = [o.name for o in body_of(flags)]
-    if steps[: len(steps) - 3] not in (["arith.addf", "arith.extf"], ["arith.addf"], ["arith.extf"], []) or (bias is not None and steps[0] != "arith.addf"):
+    if list(flags.operands)[:-1] == ([x, bias] if bias is not None else [x]):
+        steps = [o.name for o in body_of(flags)]
+        if steps[: len(steps) - 3] not in (["arith.addf", "arith.extf"], ["arith.addf"], ["arith.extf"], []) or (bias is not None and steps[0] != "arith.addf"):
+            return False
+    elif not _tests_x_again(flags, x) or bias is not None:
         return False
     compare, convert = body_of(flags)[-3], body_of(flags)[-2]
     return compare.name == "arith.cmpf" and " oeq," in str(compare) and float_constant(compare.operands[1]) == float("-inf") and convert.name == "arith.uitofp"
+
+
+def _tests_x_again(flags: ir.Operation, x: ir.Value) -> bool:
+    """Whether `flags` computes the scores `x` again from x's producer's inputs (kiln's fusion puts
+    a mask made from a boolean one, as transformers' DeiT and ViT pass it, into both) before its
+    test: the rest of its body is the test alone, on x's value or on x's value widened (to f64)."""
+    steps, value, read = reading(flags, x)
+    if value is None or read != len(flags.operands) - 1:
+        return False
+    if [o.name for o in steps[:-3]] == ["arith.extf"] and list(steps[0].operands) == [value]:
+        value, steps = steps[0].results[0], steps[1:]
+    return len(steps) == 3 and steps[0].operands[0] == value
 
 
 def _retyped(type_: ir.Type, element: str) -> str:
