@@ -2,7 +2,7 @@
 
 The target's flags and levers (data tiling, channels-last convolutions, batch-matmul transposes), its
 choices for a compile (kiln's CPU kernels and the ISA path they take, attention's precision, the
-runtime driver), and the one pass only it wants (depthwise-to-nhwc).
+runtime driver), and the passes only it wants (depthwise-to-nhwc, split-grouped-convs).
 """
 
 from __future__ import annotations
@@ -95,8 +95,9 @@ def _choose(options: CompileOptions, arch: ArchChoice | None, handoff: str) -> C
             "cpu_driver": options.cpu_driver,
         },
         kernels=CpuKernels(isa, options.cpu_attention == "bf16") if isa is not None else None,
-        # NCHW depthwise convolutions as NHWC ones, which IREE's CPU code vectorizes along the channels.
-        passes=(PassPlacement("linalg", "fold-truncf-constants", ("depthwise-to-nhwc",)),),
+        # NCHW depthwise convolutions as NHWC ones, which IREE's CPU code vectorizes along the channels;
+        # grouped ones as one convolution a group, for the kernels.
+        passes=(PassPlacement("linalg", "fold-truncf-constants", ("depthwise-to-nhwc", *(("split-grouped-convs",) if isa is not None else ()))),),
         driver=None if options.cpu_driver == "auto" else options.cpu_driver,
     )
 

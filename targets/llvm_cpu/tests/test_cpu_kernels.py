@@ -374,6 +374,34 @@ def test_a_row_window_s_reads_stay_inside_its_image(shape: tuple[int, ...]) -> N
     assert start + call.cin <= call.hp * call.wp * call.xs, call
 
 
+class GroupedConvs(nn.Module):
+    """RegNet's grouped 3x3 (groups of 32 channels, stride 2, padded) and ResNeXt's (groups of 4)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.wide = nn.Conv2d(64, 64, 3, stride=2, padding=1, groups=2, bias=False)
+        self.narrow = nn.Conv2d(64, 64, 3, padding=1, groups=16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.narrow(torch.relu(self.wide(x)))
+
+
+@needs_avx512f
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_grouped_convolutions_of_32_channels_a_group_are_on_the_kernel(dtype: torch.dtype) -> None:
+    """split-grouped-convs: IREE's code for them ran RegNet-Y-4.0GF bf16 at batch 32 in 16.8 s a call
+    on 2 cores, 0.85 s on the kernel. The groups of 4 channels stay IREE's."""
+    torch.manual_seed(0)
+    model = GroupedConvs().eval().to(dtype)
+    inputs = (torch.randn(2, 64, 10, 10).to(dtype),)
+    compiled = kiln.compile(model, inputs)
+    convs = [r["contraction"] for r in compiled.manifest.kernels if r["code"] == "kiln"]
+    assert convs == ["linalg.conv_2d_nchw_fchw 2x32x12x12 * 32x32x3x3 stride 2"] * 2, compiled.manifest.kernels
+    tolerance = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {"rtol": 1.6e-2, "atol": 2e-2}
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*inputs).float(), model(*inputs).float(), **tolerance)
+
+
 @needs_avx512_bf16
 def test_attention_on_the_kernel_is_a_choice() -> None:
     torch.manual_seed(0)
