@@ -36,9 +36,9 @@ def _split(op: ir.Operation, groups: int) -> None:
     with op.location, ir.InsertionPoint(op):
         result = init
         for g in range(groups):
-            y = _value(linalg.conv_2d_nchw_fchw(
+            y = linalg.conv_2d_nchw_fchw(
                 _group(x, g, 1), _group(w, g, 0), outs=[_group(init, g, 1)], strides=strides, dilations=dilations
-            ))
+            )
             result = _inserted(y, result, g)
     op.results[0].replace_all_uses_with(result)
     op.erase()
@@ -59,11 +59,6 @@ def _inserted(y: ir.Value, whole: ir.Value, g: int) -> ir.Value:
     shape = list(ir.RankedTensorType(whole.type).shape)
     offsets, sizes = [0, g, 0, 0, 0], [shape[0], 1, *shape[2:]]
     return tensor.InsertSliceOp(y, whole, [], [], [], offsets, sizes, [1] * 5).result
-
-
-def _value(built: ir.Value | ir.OpView) -> ir.Value:
-    """The result of a dialect builder, which returns the op itself for some ops."""
-    return built if isinstance(built, ir.Value) else built.results[0]
 
 
 PASS = Pass(
