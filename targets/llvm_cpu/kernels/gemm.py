@@ -5,7 +5,7 @@ holding the layout changes, the weight packing and the kernel's dispatch (mlir.p
 
 - `linalg.conv_2d_nchw_fchw`, bf16 x bf16 -> f32, dilation 1, one stride, cin % 32 == 0: the padded
   input to NHWC, the implicit-GEMM dispatch, the result back to NCHW plus the op's init (a bias).
-- `linalg.matmul` as kiln lowers a bf16 Linear: extf(x) @ extf(transpose(W)), K % 32 == 0. Activations
+- `linalg.matmul` as kiln lowers a bf16 Linear: extf(x) @ extf(transpose(W)). Activations
   kiln computed in f32 but rounded through bf16 (a GELU between two Linears) are truncated to bf16,
   which is exact, and IREE fuses into their producer.
 - `linalg.batch_matmul` whose right side is one bf16 weight broadcast over the batch: one GEMM.
@@ -17,6 +17,10 @@ holding the layout changes, the weight packing and the kernel's dispatch (mlir.p
 In an f32 model (no bf16 contraction), the same contractions in f32 x f32 -> f32, attention's batch
 matmuls included, go to the kernel's f32 path (AVX-512F FMAs, f32 arithmetic throughout: the
 precision of eager PyTorch's f32; `--cpu-attention` is about bf16 models only).
+
+The kernel walks K in steps of 32: a contraction with another K (a sequence of 197 tokens in
+attention's P V, a head of 80) gets zeros on both operands up to the next multiple of 32, which add
+nothing to the products, unless they would be over MAX_WINDOW_WASTE times the multiply-adds.
 
 The weight packing sits on the weight's value (a constant or a parameter global), so IREE hoists it
 into an initializer: it runs once, at load time. A contraction that does not match stays with IREE
@@ -43,8 +47,9 @@ from .handoff import (
     shape_of,
 )
 
-# A convolution whose input channels are not a multiple of 32 is computed as a row window (geometry.py)
-# unless the window's rounding to 32 would make over this many times the multiply-adds.
+# A convolution whose input channels are not a multiple of 32 is computed as a row window (geometry.py),
+# and a matmul's K padded with zeros to the next multiple of 32, unless that rounding would make over
+# this many times the multiply-adds.
 MAX_WINDOW_WASTE = 4
 CONTRACTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.matmul", "linalg.batch_matmul")
 # Other contractions kiln's linalg has for bf16 models, listed in the report as IREE's.
@@ -158,8 +163,7 @@ def _matmul(handoff: HandOff, op: ir.Operation) -> Call:
         raise _Skip(f"{element_of(init)} result, not f32")
     m, k = shape_of(a)
     n = shape_of(b)[1]
-    if k % 32:
-        raise _Skip(f"K = {k}, not a multiple of 32")
+    _padded_depth(k)
     if handoff.element == "f32":
         if (element_of(a), element_of(b)) != ("f32", "f32"):
             raise _Skip(f"{element_of(a)} x {element_of(b)}, not f32 x f32")
@@ -206,8 +210,9 @@ def _gemm(
     m = 1
     for size in a_shape[:-1]:
         m *= size
-    extra = mlir.row_padding(k, e)
-    call = matmul_call(m, k, n, pixel_stride=k + extra)
+    depth = _padded_depth(k)
+    kx = depth + mlir.row_padding(depth, e)
+    call = matmul_call(m, depth, n, pixel_stride=kx)
     fresh = mlir.Namer()
     a_type = f"tensor<{mlir.dims(a_shape)}x{'f32' if truncate else e}>"
     out = f"tensor<{mlir.dims([*a_shape[:-1], n])}xf32>"
@@ -218,14 +223,14 @@ def _gemm(
     if truncate:
         lines, x = mlir.truncate(x, [m, k], fresh)
         body += lines
-    lines, packed = mlir.pack_weights("%w", call, layout, fresh, element=e)
+    lines, packed = mlir.pack_weights("%w", call, layout, fresh, element=e, depth=k)
     body += lines
-    lines, x = mlir.pad_last(x, [m, k], extra, fresh, e)
+    lines, x = mlir.pad_last(x, [m, k], kx - k, fresh, e)
     body += lines
     rows, strip = call.oh, call.ow
     body.append(
-        f"%x = tensor.expand_shape {x} [[0, 1, 2], [3]] output_shape [1, {rows}, {strip}, {k + extra}] : "
-        f"tensor<{m}x{k + extra}x{e}> into tensor<1x{rows}x{strip}x{k + extra}x{e}>"
+        f"%x = tensor.expand_shape {x} [[0, 1, 2], [3]] output_shape [1, {rows}, {strip}, {kx}] : "
+        f"tensor<{m}x{kx}x{e}> into tensor<1x{rows}x{strip}x{kx}x{e}>"
     )
     lines, y = mlir.dispatch("%x", packed, call, fresh, e)
     body += lines
@@ -254,8 +259,9 @@ def _attention(
     """A batch matmul of two activations, the right one packed on every call: in a bf16 model both
     rounded to bf16, in an f32 model in f32."""
     e = handoff.element
-    extra = mlir.row_padding(k, e)
-    call = matmul_call(m, k, n, batch=batch, batched=True, pixel_stride=k + extra)
+    depth = _padded_depth(k)
+    kx = depth + mlir.row_padding(depth, e)
+    call = matmul_call(m, depth, n, batch=batch, batched=True, pixel_stride=kx)
     strip = call.ow
     fresh = mlir.Namer()
     body, names = [], {}
@@ -272,11 +278,10 @@ def _attention(
             lines, names[label] = mlir.truncate(f"%{label}", shape, fresh)
             body += lines
     a, b = operands["a"], operands["b"]
-    lines, packed = mlir.pack_batched(names["b"], call, fresh, e)
+    lines, packed = mlir.pack_batched(names["b"], call, fresh, e, depth=k)
     body += lines
-    lines, rows = mlir.pad_last(names["a"], [batch, m, k], extra, fresh, e)
+    lines, rows = mlir.pad_last(names["a"], [batch, m, k], kx - k, fresh, e)
     body += lines
-    kx = k + extra
     body.append(
         f"%x = tensor.expand_shape {rows} [[0], [1, 2], [3]] output_shape [{batch}, {m // strip}, {strip}, {kx}] : "
         f"tensor<{batch}x{m}x{kx}x{e}> into tensor<{batch}x{m // strip}x{strip}x{kx}x{e}>"
@@ -295,6 +300,14 @@ def _attention(
     arguments = f"%a: {a.type}, %b: {b.type}" + ("" if zero else f", %init: {out}")
     handoff.replace(op, name, [a, b] if zero else [a, b, init], private_function(name, arguments, out, body))
     return call
+
+
+def _padded_depth(k: int) -> int:
+    """K rounded up to the kernel's steps of 32; _Skip where the zeros would be most of the work."""
+    depth = -(-k // 32) * 32
+    if depth > MAX_WINDOW_WASTE * k:
+        raise _Skip(f"K = {k}: rounded up to {depth}, it would be over {MAX_WINDOW_WASTE}x zeros")
+    return depth
 
 
 def _is_zero_fill(value: ir.Value) -> bool:
@@ -406,8 +419,7 @@ def _check_batch_matmul(op: ir.Operation, element: str) -> None:
     _require_static_and_filled(a, b, init)
     if element_of(init) != "f32":
         raise _Skip(f"{element_of(init)} result, not f32")
-    if shape_of(a)[2] % 32:
-        raise _Skip(f"K = {shape_of(a)[2]}, not a multiple of 32")
+    _padded_depth(shape_of(a)[2])
     if element == "f32" and (element_of(a), element_of(b)) != ("f32", "f32"):
         raise _Skip(f"{element_of(a)} x {element_of(b)}, not f32 x f32")
 

@@ -295,17 +295,24 @@ def _tiled(value: str, outer: list[int], call: Call, element: str, fresh: Namer)
 
 
 def pack_weights(
-    weight: str, call: Call, layout: str, fresh: Namer, conv: tuple[int, int, int] | None = None, element: str = "bf16"
+    weight: str,
+    call: Call,
+    layout: str,
+    fresh: Namer,
+    conv: tuple[int, int, int] | None = None,
+    element: str = "bf16",
+    depth: int | None = None,
 ) -> tuple[list[str], str]:
     """Lines packing `weight` (of `element`) into the kernel's layout; returns (lines, packed value).
 
     layout "oihw": a torch conv weight [cout][cin][kh][kw], whose (cin, kh, kw) are `conv` (the call
     may walk them as a row window); "nk": a Linear weight [N][K]; "kn": a matmul's right-hand side
-    [K][N]. The packed tensor is P[n16][t][r][j][p] = W[co = 16*n16 + j][k = 32*t + 2*r + p] (bf16)
-    or P[n16][t][r][j] = W[co = 16*n16 + j][k = 32*t + r] (f32), k over the call's K walk, cout
-    padded to 16 with zeros.
+    [K][N], K being `depth` (the call's K when None). The packed tensor is P[n16][t][r][j][p] =
+    W[co = 16*n16 + j][k = 32*t + 2*r + p] (bf16) or P[n16][t][r][j] = W[co = 16*n16 + j][k = 32*t + r]
+    (f32), k over the call's K walk, cout padded to 16 and a matmul's K to the call's with zeros.
     """
     c, k, e = call, call.ksteps * 32, element
+    depth = k if depth is None else depth
     lines = []
     if layout == "oihw":  # -> [cout][kh][kw][cin] -> [cout][kh][kw * cin] (padded to the window) -> [cout][K]
         assert conv is not None
@@ -331,45 +338,48 @@ def pack_weights(
         g = fresh("w")
         lines.append(f"{g} = tensor.collapse_shape {weight} [[0], [1, 2]] : tensor<{c.cout}x{kh}x{row}x{e}> into tensor<{c.cout}x{k}x{e}>")
         weight = g
+        depth = k
     elif layout == "kn":
         t = fresh("w")
         lines += [
-            f"{t}e = tensor.empty() : tensor<{c.cout}x{k}x{e}>",
-            f"{t} = linalg.transpose ins({weight} : tensor<{k}x{c.cout}x{e}>) "
-            f"outs({t}e : tensor<{c.cout}x{k}x{e}>) permutation = [1, 0]",
+            f"{t}e = tensor.empty() : tensor<{c.cout}x{depth}x{e}>",
+            f"{t} = linalg.transpose ins({weight} : tensor<{depth}x{c.cout}x{e}>) "
+            f"outs({t}e : tensor<{c.cout}x{depth}x{e}>) permutation = [1, 0]",
         ]
         weight = t
-    if c.n16 * 16 != c.cout:
+    if c.n16 * 16 != c.cout or depth != k:
         padded = fresh("w")
         lines += [
             f"{padded}z = arith.constant 0.0 : {e}",
-            f"{padded} = tensor.pad {weight} low[0, 0] high[{c.n16 * 16 - c.cout}, 0] {{\n"
+            f"{padded} = tensor.pad {weight} low[0, 0] high[{c.n16 * 16 - c.cout}, {k - depth}] {{\n"
             f"    ^bb0(%i: index, %j: index):\n      tensor.yield {padded}z : {e}\n    }} : "
-            f"tensor<{c.cout}x{k}x{e}> to tensor<{c.n16 * 16}x{k}x{e}>",
+            f"tensor<{c.cout}x{depth}x{e}> to tensor<{c.n16 * 16}x{k}x{e}>",
         ]
         weight = padded
     tiled, packed = _tiled(weight, [], c, e, fresh)
     return lines + tiled, packed
 
 
-def pack_batched(value: str, call: Call, fresh: Namer, element: str = "bf16") -> tuple[list[str], str]:
-    """Lines packing a per-image right-hand side [nb][K][N] on every call: attention's K^T and V."""
+def pack_batched(value: str, call: Call, fresh: Namer, element: str = "bf16", depth: int | None = None) -> tuple[list[str], str]:
+    """Lines packing a per-image right-hand side [nb][K][N] on every call: attention's K^T and V. K is
+    `depth` (the call's K when None), padded to the call's with zeros."""
     c, e = call, element
     k, n, b = c.ksteps * 32, c.cout, c.nb
+    depth = k if depth is None else depth
     t = fresh("b")
     lines = [
-        f"{t}e = tensor.empty() : tensor<{b}x{n}x{k}x{e}>",
-        f"{t} = linalg.transpose ins({value} : tensor<{b}x{k}x{n}x{e}>) outs({t}e : tensor<{b}x{n}x{k}x{e}>) "
+        f"{t}e = tensor.empty() : tensor<{b}x{n}x{depth}x{e}>",
+        f"{t} = linalg.transpose ins({value} : tensor<{b}x{depth}x{n}x{e}>) outs({t}e : tensor<{b}x{n}x{depth}x{e}>) "
         "permutation = [0, 2, 1]",
     ]
     source = t
-    if c.n16 * 16 != n:
+    if c.n16 * 16 != n or depth != k:
         padded = fresh("b")
         lines += [
             f"{padded}z = arith.constant 0.0 : {e}",
-            f"{padded} = tensor.pad {source} low[0, 0, 0] high[0, {c.n16 * 16 - n}, 0] {{\n"
+            f"{padded} = tensor.pad {source} low[0, 0, 0] high[0, {c.n16 * 16 - n}, {k - depth}] {{\n"
             f"    ^bb0(%i: index, %j: index, %l: index):\n      tensor.yield {padded}z : {e}\n    }} : "
-            f"tensor<{b}x{n}x{k}x{e}> to tensor<{b}x{c.n16 * 16}x{k}x{e}>",
+            f"tensor<{b}x{n}x{depth}x{e}> to tensor<{b}x{c.n16 * 16}x{k}x{e}>",
         ]
         source = padded
     tiled, packed = _tiled(source, [b], c, e, fresh)

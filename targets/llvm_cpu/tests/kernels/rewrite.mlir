@@ -67,7 +67,16 @@ func.func @stem(%x: tensor<1x3x16x16xbf16>) -> tensor<1x32x8x8xf32> {
 
 // kiln's bf16 Linear: extf(x) @ extf(transpose(W)). The kernel reads x as bf16 and packs W itself.
 // The second layer's activations are f32 values that are all bf16 values (extf of a truncf): they are
-// truncated to bf16 exactly. The third has K = 48, not a multiple of 32: IREE's.
+// truncated to bf16 exactly. The third has K = 48: both operands get zeros up to K = 64 (the
+// activations' rows and the weight's columns). The fourth has K = 4: padded to 32 it would be 8x
+// zeros, IREE's.
+// CHECK-LABEL: func.func private @kiln_cpu_matmul_2(
+// CHECK-SAME:      tensor<16x48xbf16>{{.*}}tensor<48x8xbf16>
+// CHECK:         tensor.pad %{{.*}} low[0, 0] high[8, 16]
+// CHECK:         } : tensor<8x48xbf16> to tensor<16x64xbf16>
+// CHECK:         tensor.pad %{{.*}} low[0, 0] high[0, 16]
+// CHECK:         } : tensor<16x48xbf16> to tensor<16x64xbf16>
+// CHECK:         flow.dispatch @kiln_cpu_kernels::@conv_bf16{{.*}}(tensor<1x1x16x64xbf16>, tensor<1x2x16x16x2xbf16>,
 // CHECK-LABEL: func.func private @kiln_cpu_matmul_1(
 // CHECK-SAME:      tensor<16x64xf32>{{.*}}tensor<32x64xbf16>
 // CHECK:         arith.truncf
@@ -79,12 +88,14 @@ func.func @stem(%x: tensor<1x3x16x16xbf16>) -> tensor<1x32x8x8xf32> {
 // CHECK-LABEL: func.func @linear(
 // CHECK:         call @kiln_cpu_matmul_0(%arg0, %{{[a-z_0-9]*}})
 // CHECK:         call @kiln_cpu_matmul_1(%{{[a-z_0-9]*}}, %{{[a-z_0-9]*}})
+// CHECK:         call @kiln_cpu_matmul_2(%arg1, %{{[a-z_0-9]*}})
 // CHECK:         linalg.matmul
 // REPORT:      | linalg.matmul 16x32 * 32x64 | kiln |
 // REPORT:      | linalg.matmul 16x64 * 64x32 | kiln |
-// REPORT:      | linalg.matmul 16x48 * 48x8 | iree | | | | K = 48, not a multiple of 32 |
+// REPORT:      | linalg.matmul 16x48 * 48x8 | kiln |
+// REPORT:      | linalg.matmul 16x4 * 4x8 | iree | | | | K = 4: rounded up to 32, it would be over 4x zeros |
 #id = affine_map<(d0, d1) -> (d0, d1)>
-func.func @linear(%x: tensor<16x32xbf16>, %x3: tensor<16x48xf32>) -> (tensor<16x32xf32>, tensor<16x8xf32>) {
+func.func @linear(%x: tensor<16x32xbf16>, %x316: tensor<16x48xbf16>, %x416: tensor<16x4xbf16>) -> (tensor<16x32xf32>, tensor<16x8xf32>, tensor<16x8xf32>) {
   %zero = arith.constant 0.0 : f32
   %w1 = arith.constant dense<1.0> : tensor<64x32xbf16>
   %w2 = arith.constant dense<1.0> : tensor<32x64xbf16>
@@ -130,10 +141,31 @@ func.func @linear(%x: tensor<16x32xbf16>, %x3: tensor<16x48xf32>) -> (tensor<16x
     %v = arith.extf %in : bf16 to f32
     linalg.yield %v : f32
   } -> tensor<48x8xf32>
+  %x3e = tensor.empty() : tensor<16x48xf32>
+  %x3 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x316 : tensor<16x48xbf16>) outs(%x3e : tensor<16x48xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<16x48xf32>
   %y3e = tensor.empty() : tensor<16x8xf32>
   %y3i = linalg.fill ins(%zero : f32) outs(%y3e : tensor<16x8xf32>) -> tensor<16x8xf32>
   %y3 = linalg.matmul ins(%x3, %b3 : tensor<16x48xf32>, tensor<48x8xf32>) outs(%y3i : tensor<16x8xf32>) -> tensor<16x8xf32>
-  return %y2, %y3 : tensor<16x32xf32>, tensor<16x8xf32>
+  %w4 = arith.constant dense<1.0> : tensor<4x8xbf16>
+  %x4e = tensor.empty() : tensor<16x4xf32>
+  %x4 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x416 : tensor<16x4xbf16>) outs(%x4e : tensor<16x4xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<16x4xf32>
+  %b4e = tensor.empty() : tensor<4x8xf32>
+  %b4 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w4 : tensor<4x8xbf16>) outs(%b4e : tensor<4x8xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  %y4i = linalg.fill ins(%zero : f32) outs(%y3e : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %y4 = linalg.matmul ins(%x4, %b4 : tensor<16x4xf32>, tensor<4x8xf32>) outs(%y4i : tensor<16x8xf32>) -> tensor<16x8xf32>
+  return %y2, %y3, %y4 : tensor<16x32xf32>, tensor<16x8xf32>, tensor<16x8xf32>
 }
 
 // -----
