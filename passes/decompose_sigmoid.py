@@ -11,9 +11,7 @@ from __future__ import annotations
 from torch_mlir import ir
 
 from .pass_api import Rewriter, pattern_pass
-from .torch_ir import elementwise, float_constant, int_constant, tensor_type, to_dtype
-
-HALF_TYPES = ("f16", "bf16")
+from .torch_ir import HALF_TYPES, elementwise, float_constant, int_constant, tensor_type, to_dtype
 
 
 def decompose_sigmoid(sigmoid: ir.OpView, rewriter: Rewriter) -> None:
