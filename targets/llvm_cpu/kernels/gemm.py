@@ -447,7 +447,12 @@ def _activations(a: ir.Value) -> tuple[ir.Value, bool]:
 
 
 def _nchw_result(y: str, call: Call, init: str | None) -> list[str]:
-    """Lines turning the kernel's NHWC f32 result into the op's NCHW result (plus `init`), returned."""
+    """Lines turning the kernel's NHWC f32 result into the op's NCHW result (plus `init`), returned.
+
+    The init (a bias) is added while the result is NHWC, and a plain transpose makes it NCHW: IREE
+    moves such a transpose into the consumers, NHWC themselves in a channels-last network. Added by
+    one generic that wrote NCHW, the sum stayed NCHW, and ConvNeXt-T's residual adds read it across
+    its channels (on the 16-core Xeon, bf16: 13.6 -> 10.2 ms at batch 1, 236 -> 203 at batch 32)."""
     nb, cout, oh, ow = call.nb, call.cout, call.oh, call.ow
     out = f"tensor<{nb}x{cout}x{oh}x{ow}xf32>"
     nhwc_map = "affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>"
@@ -459,12 +464,16 @@ def _nchw_result(y: str, call: Call, init: str | None) -> list[str]:
             f"%r = linalg.transpose ins({y} : tensor<{nb}x{oh}x{ow}x{cout}xf32>) outs(%re : {out}) permutation = [0, 3, 1, 2]",
             f"return %r : {out}",
         ]
+    nhwc = f"tensor<{nb}x{oh}x{ow}x{cout}xf32>"
+    nchw_map = "affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>"
     return [
+        f"%se = tensor.empty() : {nhwc}",
+        f"%s = linalg.generic {{indexing_maps = [{identity}, {nchw_map}, {identity}], iterator_types = [{parallel}]}} "
+        f"ins({y}, {init} : {nhwc}, {out}) outs(%se : {nhwc}) {{\n"
+        "    ^bb0(%v: f32, %i: f32, %o: f32):\n      %a = arith.addf %v, %i : f32\n      linalg.yield %a : f32\n"
+        f"    }} -> {nhwc}",
         f"%re = tensor.empty() : {out}",
-        f"%r = linalg.generic {{indexing_maps = [{nhwc_map}, {identity}, {identity}], iterator_types = [{parallel}]}} "
-        f"ins({y}, {init} : tensor<{nb}x{oh}x{ow}x{cout}xf32>, {out}) outs(%re : {out}) {{\n"
-        "    ^bb0(%v: f32, %i: f32, %o: f32):\n      %s = arith.addf %v, %i : f32\n      linalg.yield %s : f32\n"
-        f"    }} -> {out}",
+        f"%r = linalg.transpose ins(%s : {nhwc}) outs(%re : {out}) permutation = [0, 3, 1, 2]",
         f"return %r : {out}",
     ]
 

@@ -35,7 +35,8 @@ func.func @conv(%x: tensor<2x32x8x8xbf16>) -> tensor<2x64x8x8xf32> {
 // -----
 
 // A convolution with a bias (its init) and 3 input channels (a stem): a row window of 3 x 3 values,
-// rounded up to 32, one more zero row at the bottom, and the bias added to the result.
+// rounded up to 32, one more zero row at the bottom, and the bias added to the result while it is
+// NHWC, then one plain transpose to NCHW (which IREE moves into the consumers, NHWC themselves).
 // CHECK-LABEL: func.func private @kiln_cpu_conv_0(
 // CHECK-SAME:      %{{.*}}: tensor<1x3x16x16xbf16>{{.*}}, %{{.*}}: tensor<32x3x3x3xbf16>{{.*}}, %{{.*}}: tensor<1x32x8x8xf32>
 // CHECK:         tensor.pad %{{.*}} low[0, 1, 1, 0] high[0, 2, 1, 0]
@@ -45,6 +46,8 @@ func.func @conv(%x: tensor<2x32x8x8xbf16>) -> tensor<2x64x8x8xf32> {
 // CHECK:         flow.dispatch @kiln_cpu_kernels::@conv_bf16{{.*}}(tensor<1x19x18x3xbf16>, tensor<2x3x16x16x2xbf16>,
 // CHECK:         linalg.generic
 // CHECK:           arith.addf
+// CHECK:         } -> tensor<1x8x8x32xf32>
+// CHECK:         linalg.transpose ins(%{{.*}} : tensor<1x8x8x32xf32>) outs(%{{.*}} : tensor<1x32x8x8xf32>) permutation = [0, 3, 1, 2]
 // CHECK-LABEL: func.func @stem(
 // CHECK:         call @kiln_cpu_conv_0(%arg0, %{{[a-z_0-9]*}}, %{{[a-z_0-9]*}})
 // REPORT:      | linalg.conv_2d_nchw_fchw 1x3x18x18 * 32x3x3x3 stride 2 | kiln |
