@@ -18,9 +18,10 @@ In an f32 model (no bf16 contraction), the same contractions in f32 x f32 -> f32
 matmuls included, go to the kernel's f32 path (AVX-512F FMAs, f32 arithmetic throughout: the
 precision of eager PyTorch's f32; `--cpu-attention` is about bf16 models only).
 
-The kernel walks K in steps of 32: a contraction with another K (a sequence of 197 tokens in
+The kernel walks K in steps of 32: a bf16 contraction with another K (a sequence of 197 tokens in
 attention's P V, a head of 80) gets zeros on both operands up to the next multiple of 32, which add
-nothing to the products, unless they would be over MAX_WINDOW_WASTE times the multiply-adds.
+nothing to the products, where it is large enough to pay for them (MIN_PADDED_MACS) and they are
+not over MAX_WINDOW_WASTE times the multiply-adds.
 
 The weight packing sits on the weight's value (a constant or a parameter global), so IREE hoists it
 into an initializer: it runs once, at load time. A contraction that does not match stays with IREE
@@ -51,6 +52,13 @@ from .handoff import (
 # and a matmul's K padded with zeros to the next multiple of 32, unless that rounding would make over
 # this many times the multiply-adds.
 MAX_WINDOW_WASTE = 4
+# The multiply-adds (K padded) from which a bf16 contraction whose K is no multiple of 32 takes the
+# kernel: the zeros cost a copy of the activations and the right side's packing each call. Measured
+# on the 16-core Xeon, attention's P V (results/ab-xeon-padded-k.json): at 1.1e9 the kernel won
+# (DeiT-S at batch 64 0.93x, BEiT-B at batch 32 0.82x the call's time), at 1.7e7 and below it lost
+# (DeiT-S at batch 1 1.07x, CLIP-B/32 at batch 1 1.22x); the crossover lies between, not measured
+# closer. f32 contractions lost at both sizes (DeiT-S 1.08-1.10x): IREE's f32 code keeps them.
+MIN_PADDED_MACS = 1 << 27
 CONTRACTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.matmul", "linalg.batch_matmul")
 # Other contractions kiln's linalg has for bf16 models, listed in the report as IREE's.
 OTHERS = {
@@ -163,7 +171,7 @@ def _matmul(handoff: HandOff, op: ir.Operation) -> Call:
         raise _Skip(f"{element_of(init)} result, not f32")
     m, k = shape_of(a)
     n = shape_of(b)[1]
-    _padded_depth(k)
+    _check_depth(handoff.element, k, m * n)
     if handoff.element == "f32":
         if (element_of(a), element_of(b)) != ("f32", "f32"):
             raise _Skip(f"{element_of(a)} x {element_of(b)}, not f32 x f32")
@@ -210,7 +218,7 @@ def _gemm(
     m = 1
     for size in a_shape[:-1]:
         m *= size
-    depth = _padded_depth(k)
+    depth = _rounded(k)
     kx = depth + mlir.row_padding(depth, e)
     call = matmul_call(m, depth, n, pixel_stride=kx)
     fresh = mlir.Namer()
@@ -259,7 +267,7 @@ def _attention(
     """A batch matmul of two activations, the right one packed on every call: in a bf16 model both
     rounded to bf16, in an f32 model in f32."""
     e = handoff.element
-    depth = _padded_depth(k)
+    depth = _rounded(k)
     kx = depth + mlir.row_padding(depth, e)
     call = matmul_call(m, depth, n, batch=batch, batched=True, pixel_stride=kx)
     strip = call.ow
@@ -302,12 +310,23 @@ def _attention(
     return call
 
 
-def _padded_depth(k: int) -> int:
-    """K rounded up to the kernel's steps of 32; _Skip where the zeros would be most of the work."""
-    depth = -(-k // 32) * 32
+def _rounded(k: int) -> int:
+    """K rounded up to the kernel's steps of 32."""
+    return -(-k // 32) * 32
+
+
+def _check_depth(element: str, k: int, outputs: int) -> None:
+    """_Skip a contraction of `outputs` results over K that the kernel takes only with zeros where
+    they do not pay (MIN_PADDED_MACS) or would be most of the work (MAX_WINDOW_WASTE)."""
+    depth = _rounded(k)
+    if depth == k:
+        return
+    if element != "bf16":
+        raise _Skip(f"K = {k}, not a multiple of 32 (in f32, zeros up to one cost more than they gain)")
+    if outputs * depth < MIN_PADDED_MACS:
+        raise _Skip(f"K = {k}, not a multiple of 32, in a contraction too small for zeros up to {depth} to pay")
     if depth > MAX_WINDOW_WASTE * k:
         raise _Skip(f"K = {k}: rounded up to {depth}, it would be over {MAX_WINDOW_WASTE}x zeros")
-    return depth
 
 
 def _is_zero_fill(value: ir.Value) -> bool:
@@ -419,7 +438,8 @@ def _check_batch_matmul(op: ir.Operation, element: str) -> None:
     _require_static_and_filled(a, b, init)
     if element_of(init) != "f32":
         raise _Skip(f"{element_of(init)} result, not f32")
-    _padded_depth(shape_of(a)[2])
+    batch, m, k = shape_of(a)
+    _check_depth(element, k, batch * m * shape_of(b)[2])
     if element == "f32" and (element_of(a), element_of(b)) != ("f32", "f32"):
         raise _Skip(f"{element_of(a)} x {element_of(b)}, not f32 x f32")
 

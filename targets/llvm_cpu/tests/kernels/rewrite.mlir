@@ -70,16 +70,16 @@ func.func @stem(%x: tensor<1x3x16x16xbf16>) -> tensor<1x32x8x8xf32> {
 
 // kiln's bf16 Linear: extf(x) @ extf(transpose(W)). The kernel reads x as bf16 and packs W itself.
 // The second layer's activations are f32 values that are all bf16 values (extf of a truncf): they are
-// truncated to bf16 exactly. The third has K = 48: both operands get zeros up to K = 64 (the
-// activations' rows and the weight's columns). The fourth has K = 4: padded to 32 it would be 8x
-// zeros, IREE's.
+// truncated to bf16 exactly. The third has K = 48 and 2048 x 2048 results: both operands get zeros
+// up to K = 64 (the activations' rows and the weight's columns). The fourth has K = 4: padded to 32
+// it would be 8x zeros. The fifth has K = 48 and 16 x 8 results: too small for the zeros to pay.
 // CHECK-LABEL: func.func private @kiln_cpu_matmul_2(
-// CHECK-SAME:      tensor<16x48xbf16>{{.*}}tensor<48x8xbf16>
-// CHECK:         tensor.pad %{{.*}} low[0, 0] high[8, 16]
-// CHECK:         } : tensor<8x48xbf16> to tensor<16x64xbf16>
+// CHECK-SAME:      tensor<2048x48xbf16>{{.*}}tensor<48x2048xbf16>
 // CHECK:         tensor.pad %{{.*}} low[0, 0] high[0, 16]
-// CHECK:         } : tensor<16x48xbf16> to tensor<16x64xbf16>
-// CHECK:         flow.dispatch @kiln_cpu_kernels::@conv_bf16{{.*}}(tensor<1x1x16x64xbf16>, tensor<1x2x16x16x2xbf16>,
+// CHECK:         } : tensor<2048x48xbf16> to tensor<2048x64xbf16>
+// CHECK:         tensor.pad %{{.*}} low[0, 0] high[0, 16]
+// CHECK:         } : tensor<2048x48xbf16> to tensor<2048x64xbf16>
+// CHECK:         flow.dispatch @kiln_cpu_kernels::@conv_bf16{{.*}}(tensor<1x8x256x64xbf16>, tensor<128x2x16x16x2xbf16>,
 // CHECK-LABEL: func.func private @kiln_cpu_matmul_1(
 // CHECK-SAME:      tensor<16x64xf32>{{.*}}tensor<32x64xbf16>
 // CHECK:         arith.truncf
@@ -92,17 +92,17 @@ func.func @stem(%x: tensor<1x3x16x16xbf16>) -> tensor<1x32x8x8xf32> {
 // CHECK:         call @kiln_cpu_matmul_0(%arg0, %{{[a-z_0-9]*}})
 // CHECK:         call @kiln_cpu_matmul_1(%{{[a-z_0-9]*}}, %{{[a-z_0-9]*}})
 // CHECK:         call @kiln_cpu_matmul_2(%arg1, %{{[a-z_0-9]*}})
-// CHECK:         linalg.matmul
+// CHECK-COUNT-2: linalg.matmul
 // REPORT:      | linalg.matmul 16x32 * 32x64 | kiln |
 // REPORT:      | linalg.matmul 16x64 * 64x32 | kiln |
-// REPORT:      | linalg.matmul 16x48 * 48x8 | kiln |
-// REPORT:      | linalg.matmul 16x4 * 4x8 | iree | | | | K = 4: rounded up to 32, it would be over 4x zeros |
+// REPORT:      | linalg.matmul 2048x48 * 48x2048 | kiln |
+// REPORT:      | linalg.matmul 2048x4 * 4x2048 | iree | | | | K = 4: rounded up to 32, it would be over 4x zeros |
+// REPORT:      | linalg.matmul 16x48 * 48x8 | iree | | | | K = 48, not a multiple of 32, in a contraction too small for zeros up to 64 to pay |
 #id = affine_map<(d0, d1) -> (d0, d1)>
-func.func @linear(%x: tensor<16x32xbf16>, %x316: tensor<16x48xbf16>, %x416: tensor<16x4xbf16>) -> (tensor<16x32xf32>, tensor<16x8xf32>, tensor<16x8xf32>) {
+func.func @linear(%x: tensor<16x32xbf16>, %x3: tensor<2048x48xbf16>, %x4: tensor<2048x4xbf16>, %x5: tensor<16x48xbf16>) -> (tensor<16x32xf32>, tensor<2048x2048xf32>, tensor<2048x2048xf32>, tensor<16x8xf32>) {
   %zero = arith.constant 0.0 : f32
   %w1 = arith.constant dense<1.0> : tensor<64x32xbf16>
   %w2 = arith.constant dense<1.0> : tensor<32x64xbf16>
-  %w3 = arith.constant dense<1.0> : tensor<48x8xbf16>
   %x32e = tensor.empty() : tensor<16x32xf32>
   %x32 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<16x32xbf16>) outs(%x32e : tensor<16x32xf32>) {
   ^bb0(%in: bf16, %out: f32):
@@ -138,39 +138,56 @@ func.func @linear(%x: tensor<16x32xbf16>, %x316: tensor<16x48xbf16>, %x416: tens
   %y2e = tensor.empty() : tensor<16x32xf32>
   %y2i = linalg.fill ins(%zero : f32) outs(%y2e : tensor<16x32xf32>) -> tensor<16x32xf32>
   %y2 = linalg.matmul ins(%g, %b2 : tensor<16x64xf32>, tensor<64x32xf32>) outs(%y2i : tensor<16x32xf32>) -> tensor<16x32xf32>
-  %b3e = tensor.empty() : tensor<48x8xf32>
-  %b3 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w3 : tensor<48x8xbf16>) outs(%b3e : tensor<48x8xf32>) {
+  %w3 = arith.constant dense<1.0> : tensor<48x2048xbf16>
+  %a3e = tensor.empty() : tensor<2048x48xf32>
+  %a3 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x3 : tensor<2048x48xbf16>) outs(%a3e : tensor<2048x48xf32>) {
   ^bb0(%in: bf16, %out: f32):
     %v = arith.extf %in : bf16 to f32
     linalg.yield %v : f32
-  } -> tensor<48x8xf32>
-  %x3e = tensor.empty() : tensor<16x48xf32>
-  %x3 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x316 : tensor<16x48xbf16>) outs(%x3e : tensor<16x48xf32>) {
+  } -> tensor<2048x48xf32>
+  %b3e = tensor.empty() : tensor<48x2048xf32>
+  %b3 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w3 : tensor<48x2048xbf16>) outs(%b3e : tensor<48x2048xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<48x2048xf32>
+  %y3e = tensor.empty() : tensor<2048x2048xf32>
+  %y3i = linalg.fill ins(%zero : f32) outs(%y3e : tensor<2048x2048xf32>) -> tensor<2048x2048xf32>
+  %y3 = linalg.matmul ins(%a3, %b3 : tensor<2048x48xf32>, tensor<48x2048xf32>) outs(%y3i : tensor<2048x2048xf32>) -> tensor<2048x2048xf32>
+  %w4 = arith.constant dense<1.0> : tensor<4x2048xbf16>
+  %a4e = tensor.empty() : tensor<2048x4xf32>
+  %a4 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x4 : tensor<2048x4xbf16>) outs(%a4e : tensor<2048x4xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<2048x4xf32>
+  %b4e = tensor.empty() : tensor<4x2048xf32>
+  %b4 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w4 : tensor<4x2048xbf16>) outs(%b4e : tensor<4x2048xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<4x2048xf32>
+  %y4e = tensor.empty() : tensor<2048x2048xf32>
+  %y4i = linalg.fill ins(%zero : f32) outs(%y4e : tensor<2048x2048xf32>) -> tensor<2048x2048xf32>
+  %y4 = linalg.matmul ins(%a4, %b4 : tensor<2048x4xf32>, tensor<4x2048xf32>) outs(%y4i : tensor<2048x2048xf32>) -> tensor<2048x2048xf32>
+  %w5 = arith.constant dense<1.0> : tensor<48x8xbf16>
+  %a5e = tensor.empty() : tensor<16x48xf32>
+  %a5 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x5 : tensor<16x48xbf16>) outs(%a5e : tensor<16x48xf32>) {
   ^bb0(%in: bf16, %out: f32):
     %v = arith.extf %in : bf16 to f32
     linalg.yield %v : f32
   } -> tensor<16x48xf32>
-  %y3e = tensor.empty() : tensor<16x8xf32>
-  %y3i = linalg.fill ins(%zero : f32) outs(%y3e : tensor<16x8xf32>) -> tensor<16x8xf32>
-  %y3 = linalg.matmul ins(%x3, %b3 : tensor<16x48xf32>, tensor<48x8xf32>) outs(%y3i : tensor<16x8xf32>) -> tensor<16x8xf32>
-  %w4 = arith.constant dense<1.0> : tensor<4x8xbf16>
-  %x4e = tensor.empty() : tensor<16x4xf32>
-  %x4 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x416 : tensor<16x4xbf16>) outs(%x4e : tensor<16x4xf32>) {
+  %b5e = tensor.empty() : tensor<48x8xf32>
+  %b5 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w5 : tensor<48x8xbf16>) outs(%b5e : tensor<48x8xf32>) {
   ^bb0(%in: bf16, %out: f32):
     %v = arith.extf %in : bf16 to f32
     linalg.yield %v : f32
-  } -> tensor<16x4xf32>
-  %b4e = tensor.empty() : tensor<4x8xf32>
-  %b4 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%w4 : tensor<4x8xbf16>) outs(%b4e : tensor<4x8xf32>) {
-  ^bb0(%in: bf16, %out: f32):
-    %v = arith.extf %in : bf16 to f32
-    linalg.yield %v : f32
-  } -> tensor<4x8xf32>
-  %y4i = linalg.fill ins(%zero : f32) outs(%y3e : tensor<16x8xf32>) -> tensor<16x8xf32>
-  %y4 = linalg.matmul ins(%x4, %b4 : tensor<16x4xf32>, tensor<4x8xf32>) outs(%y4i : tensor<16x8xf32>) -> tensor<16x8xf32>
-  return %y2, %y3, %y4 : tensor<16x32xf32>, tensor<16x8xf32>, tensor<16x8xf32>
+  } -> tensor<48x8xf32>
+  %y5e = tensor.empty() : tensor<16x8xf32>
+  %y5i = linalg.fill ins(%zero : f32) outs(%y5e : tensor<16x8xf32>) -> tensor<16x8xf32>
+  %y5 = linalg.matmul ins(%a5, %b5 : tensor<16x48xf32>, tensor<48x8xf32>) outs(%y5i : tensor<16x8xf32>) -> tensor<16x8xf32>
+  return %y2, %y3, %y4, %y5 : tensor<16x32xf32>, tensor<2048x2048xf32>, tensor<2048x2048xf32>, tensor<16x8xf32>
 }
-
 // -----
 
 // A batch matmul whose right side is one bf16 weight broadcast over the batch (a projection): one
