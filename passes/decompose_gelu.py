@@ -39,9 +39,7 @@ def decompose_gelu(gelu: ir.OpView, rewriter: Rewriter) -> None:
     else:
         square = elementwise(rewriter, "torch.aten.mul.Tensor", x_compute, x_compute)
         cube = elementwise(rewriter, "torch.aten.mul.Tensor", square, x_compute)
-        inner = elementwise(
-            rewriter, "torch.aten.add.Tensor", x_compute, scale(cube, 0.044715), int_constant(rewriter, 1)
-        )
+        inner = elementwise(rewriter, "torch.aten.add.Tensor", x_compute, scale(cube, 0.044715), int_constant(rewriter, 1))
         gate = elementwise(rewriter, "torch.aten.tanh", scale(inner, math.sqrt(2 / math.pi)))
     result = elementwise(rewriter, "torch.aten.mul.Tensor", scale(x_compute, 0.5), plus_one(gate))
     rewriter.replace(to_dtype(rewriter, result, described.dtype) if upcast else result)

@@ -39,9 +39,7 @@ Formula = Callable[[Rewriter, ir.Value], ir.Value]
 
 
 def _add_scalar(rewriter: Rewriter, x: ir.Value, value: float) -> ir.Value:
-    return elementwise(
-        rewriter, "torch.aten.add.Scalar", x, float_constant(rewriter, value), int_constant(rewriter, 1)
-    )
+    return elementwise(rewriter, "torch.aten.add.Scalar", x, float_constant(rewriter, value), int_constant(rewriter, 1))
 
 
 def _mul_scalar(rewriter: Rewriter, x: ir.Value, value: float) -> ir.Value:
@@ -51,35 +49,23 @@ def _mul_scalar(rewriter: Rewriter, x: ir.Value, value: float) -> ir.Value:
 def _asinh(rewriter: Rewriter, x: ir.Value) -> ir.Value:
     magnitude = elementwise(rewriter, "torch.aten.abs", x)
     square = elementwise(rewriter, "torch.aten.mul.Tensor", magnitude, magnitude)
-    root_plus_one = _add_scalar(
-        rewriter, elementwise(rewriter, "torch.aten.sqrt", _add_scalar(rewriter, square, 1.0)), 1.0
-    )
+    root_plus_one = _add_scalar(rewriter, elementwise(rewriter, "torch.aten.sqrt", _add_scalar(rewriter, square, 1.0)), 1.0)
     ratio = elementwise(rewriter, "torch.aten.div.Tensor", square, root_plus_one)
     summed = elementwise(rewriter, "torch.aten.add.Tensor", magnitude, ratio, int_constant(rewriter, 1))
     result = elementwise(rewriter, "torch.aten.log1p", summed)
     negative = _predicate(rewriter, "torch.aten.lt.Scalar", [x, float_constant(rewriter, 0.0)], x)
-    return rewriter.create(
-        "torch.aten.where.self", [negative, elementwise(rewriter, "torch.aten.neg", result), result], x.type
-    )
+    return rewriter.create("torch.aten.where.self", [negative, elementwise(rewriter, "torch.aten.neg", result), result], x.type)
 
 
 def _acosh(rewriter: Rewriter, x: ir.Value) -> ir.Value:
     below = _add_scalar(rewriter, x, -1.0)
     product = elementwise(rewriter, "torch.aten.mul.Tensor", below, _add_scalar(rewriter, x, 1.0))
-    summed = elementwise(
-        rewriter,
-        "torch.aten.add.Tensor",
-        below,
-        elementwise(rewriter, "torch.aten.sqrt", product),
-        int_constant(rewriter, 1),
-    )
+    summed = elementwise(rewriter, "torch.aten.add.Tensor", below, elementwise(rewriter, "torch.aten.sqrt", product), int_constant(rewriter, 1))
     return elementwise(rewriter, "torch.aten.log1p", summed)
 
 
 def _atanh(rewriter: Rewriter, x: ir.Value) -> ir.Value:
-    one_minus = elementwise(
-        rewriter, "torch.aten.rsub.Scalar", x, float_constant(rewriter, 1.0), int_constant(rewriter, 1)
-    )
+    one_minus = elementwise(rewriter, "torch.aten.rsub.Scalar", x, float_constant(rewriter, 1.0), int_constant(rewriter, 1))
     ratio = elementwise(rewriter, "torch.aten.div.Tensor", _mul_scalar(rewriter, x, 2.0), one_minus)
     return _mul_scalar(rewriter, elementwise(rewriter, "torch.aten.log1p", ratio), 0.5)
 
@@ -101,17 +87,10 @@ def decompose_float_function(op: ir.OpView, rewriter: Rewriter) -> None:
     integer x is converted first, as PyTorch promotes it)."""
     x = op.operands[0]
     source, result = tensor_type(x.type), tensor_type(op.result.type)
-    if (
-        source is None
-        or result is None
-        or not result.is_float
-        or source.dtype not in (result.dtype, *_INTEGERS)
-    ):
+    if source is None or result is None or not result.is_float or source.dtype not in (result.dtype, *_INTEGERS):
         return
     compute = "f32" if result.dtype in HALF_TYPES else result.dtype
-    value = FLOAT_FORMULAS[op.name](
-        rewriter, x if source.dtype == compute else to_dtype(rewriter, x, compute)
-    )
+    value = FLOAT_FORMULAS[op.name](rewriter, x if source.dtype == compute else to_dtype(rewriter, x, compute))
     rewriter.replace(value if compute == result.dtype else to_dtype(rewriter, value, result.dtype))
 
 
@@ -134,9 +113,7 @@ def decompose_isfinite(op: ir.OpView, rewriter: Rewriter) -> None:
         rewriter.replace(_predicate(rewriter, "torch.aten.eq.Tensor", [x, x], x))
         return
     magnitude = elementwise(rewriter, "torch.aten.abs", x)
-    rewriter.replace(
-        _predicate(rewriter, "torch.aten.lt.Scalar", [magnitude, float_constant(rewriter, math.inf)], x)
-    )
+    rewriter.replace(_predicate(rewriter, "torch.aten.lt.Scalar", [magnitude, float_constant(rewriter, math.inf)], x))
 
 
 def decompose_isclose(op: ir.OpView, rewriter: Rewriter) -> None:
@@ -157,24 +134,10 @@ def decompose_isclose(op: ir.OpView, rewriter: Rewriter) -> None:
     close = _predicate(rewriter, "torch.aten.eq.Tensor", [a, b], a)
     if equal_nan:
         # NaN is the one value unequal to itself (torch-to-linalg has no lowering of aten.isnan)
-        close = either(
-            close,
-            both(
-                _predicate(rewriter, "torch.aten.ne.Tensor", [a, a], a),
-                _predicate(rewriter, "torch.aten.ne.Tensor", [b, b], a),
-            ),
-        )
+        close = either(close, both(_predicate(rewriter, "torch.aten.ne.Tensor", [a, a], a), _predicate(rewriter, "torch.aten.ne.Tensor", [b, b], a)))
     if rtol != 0 or atol != 0:
-        allowed = _add_scalar(
-            rewriter,
-            elementwise(rewriter, "torch.aten.abs", _mul_scalar(rewriter, b, float(rtol))),
-            float(atol),
-        )
-        actual = elementwise(
-            rewriter,
-            "torch.aten.abs",
-            elementwise(rewriter, "torch.aten.sub.Tensor", a, b, int_constant(rewriter, 1)),
-        )
+        allowed = _add_scalar(rewriter, elementwise(rewriter, "torch.aten.abs", _mul_scalar(rewriter, b, float(rtol))), float(atol))
+        actual = elementwise(rewriter, "torch.aten.abs", elementwise(rewriter, "torch.aten.sub.Tensor", a, b, int_constant(rewriter, 1)))
         finite = _predicate(rewriter, "torch.aten.lt.Scalar", [actual, float_constant(rewriter, math.inf)], a)
         within = _predicate(rewriter, "torch.aten.le.Tensor", [actual, allowed], a)
         close = either(close, both(finite, within))

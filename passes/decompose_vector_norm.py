@@ -24,11 +24,7 @@ def decompose_vector_norm(op: ir.OpView, rewriter: Rewriter) -> None:
     x, ord_value, dim_value, keepdim_value, dtype_value = op.operands
     described, result = static_type(x), tensor_type(op.result.type)
     order, keepdim = number(ord_value), constant_bool(keepdim_value)
-    dims = (
-        list(range(len(described.shape)))
-        if described and producer(dim_value, "torch.constant.none")
-        else constant_ints(dim_value)
-    )
+    dims = list(range(len(described.shape))) if described and producer(dim_value, "torch.constant.none") else constant_ints(dim_value)
     if (
         described is None
         or not described.shape  # a 0-d tensor: its norm over dim 0 is |x|, left to torch-mlir's lowering
@@ -52,26 +48,18 @@ def decompose_vector_norm(op: ir.OpView, rewriter: Rewriter) -> None:
         return elementwise(rewriter, "torch.aten.abs", value)
 
     if order == 2:
-        norm = elementwise(
-            rewriter, "torch.aten.sqrt", sum_of(elementwise(rewriter, "torch.aten.mul.Tensor", value, value))
-        )
+        norm = elementwise(rewriter, "torch.aten.sqrt", sum_of(elementwise(rewriter, "torch.aten.mul.Tensor", value, value)))
     elif order == 1:
         norm = sum_of(magnitude())
     elif order in (math.inf, -math.inf):
-        norm = reduce(
-            rewriter, "torch.aten.amax" if order > 0 else "torch.aten.amin", magnitude(), dims, keepdim
-        )
+        norm = reduce(rewriter, "torch.aten.amax" if order > 0 else "torch.aten.amin", magnitude(), dims, keepdim)
     elif order == 0:
         zero = float_constant(rewriter, 0.0)
         nonzero = rewriter.create("torch.aten.ne.Scalar", [value, zero], vtensor(shape_of(value), "i1"))
         norm = sum_of(to_dtype(rewriter, nonzero, "f32" if upcast else described.dtype))
     else:
-        powered = elementwise(
-            rewriter, "torch.aten.pow.Tensor_Scalar", magnitude(), float_constant(rewriter, float(order))
-        )
-        norm = elementwise(
-            rewriter, "torch.aten.pow.Tensor_Scalar", sum_of(powered), float_constant(rewriter, 1.0 / order)
-        )
+        powered = elementwise(rewriter, "torch.aten.pow.Tensor_Scalar", magnitude(), float_constant(rewriter, float(order)))
+        norm = elementwise(rewriter, "torch.aten.pow.Tensor_Scalar", sum_of(powered), float_constant(rewriter, 1.0 / order))
     rewriter.replace(to_dtype(rewriter, norm, described.dtype) if upcast else norm)
 
 

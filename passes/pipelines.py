@@ -131,7 +131,7 @@ def parse_pipeline(text: str) -> tuple[PassGroup, ...]:
         match = _GROUP.match(text, position)
         if match is None:
             raise KilnError(
-                f"cannot read --pipeline at character {position + 1}: {text[position : position + 30]!r}",
+                f"cannot read --pipeline at character {position + 1}: {text[position:position + 30]!r}",
                 stage=STAGE,
                 hint=f"write stage(pass,pass),stage(pass), or name one of: {', '.join(PIPELINES)}",
             )
@@ -168,16 +168,12 @@ def with_strict_primitives(pipeline: tuple[PassGroup, ...]) -> tuple[PassGroup, 
     """`pipeline` with require-primitives in check-primitives' place (`--strict-primitives`): any op
     left outside the primitive set then fails the compile, even one torch-mlir's lowering takes."""
     return tuple(
-        PassGroup(
-            group.name, tuple("require-primitives" if p == "check-primitives" else p for p in group.passes)
-        )
+        PassGroup(group.name, tuple("require-primitives" if p == "check-primitives" else p for p in group.passes))
         for group in pipeline
     )
 
 
-def with_placements(
-    pipeline: tuple[PassGroup, ...], placements: tuple[PassPlacement, ...]
-) -> tuple[PassGroup, ...]:
+def with_placements(pipeline: tuple[PassGroup, ...], placements: tuple[PassPlacement, ...]) -> tuple[PassGroup, ...]:
     """`pipeline` with a target's passes placed in it (PassPlacement); a placement whose stage or
     anchor the pipeline lacks adds nothing, and a pass the pipeline names already (a `--pipeline`
     written out with the target's passes) is not added again."""
@@ -200,6 +196,5 @@ def without_passes(pipeline: tuple[PassGroup, ...], names: tuple[str, ...]) -> t
         if name not in present:
             find_pass(name)  # an unknown name is the error to give
             raise KilnError(f"pass '{name}' is not in the pipeline, so it cannot be disabled", stage=STAGE)
-    return tuple(
-        PassGroup(group.name, tuple(p for p in group.passes if p not in names)) for group in pipeline
-    )
+    return tuple(PassGroup(group.name, tuple(p for p in group.passes if p not in names)) for group in pipeline)
+

@@ -145,9 +145,7 @@ def int_list(rewriter: Rewriter, values: list[int]) -> ir.Value:
 def splat_literal(rewriter: Rewriter, result_type: ir.Type, value: int | float) -> ir.Value:
     """A literal tensor of `result_type` (static shape) whose every element is `value`."""
     described = tensor_type(result_type)
-    assert described is not None and described.static, (
-        f"splat_literal needs a static shape, got {result_type}"
-    )
+    assert described is not None and described.static, f"splat_literal needs a static shape, got {result_type}"
     element_type = ir.Type.parse(described.dtype)
     builtin_type = ir.RankedTensorType.get(list(described.shape), element_type)
     if described.is_float:
@@ -173,18 +171,7 @@ def elementwise(rewriter: Rewriter, op_name: str, x: ir.Value, *rest: ir.Value) 
 
 
 # torch's ScalarType codes, which `aten.to.dtype` takes, for the types kiln converts between.
-_DTYPE_CODES = {
-    "ui8": 0,
-    "si8": 1,
-    "si16": 2,
-    "si32": 3,
-    "si64": 4,
-    "f16": 5,
-    "f32": 6,
-    "f64": 7,
-    "i1": 11,
-    "bf16": 15,
-}
+_DTYPE_CODES = {"ui8": 0, "si8": 1, "si16": 2, "si32": 3, "si64": 4, "f16": 5, "f32": 6, "f64": 7, "i1": 11, "bf16": 15}
 
 
 def to_dtype(rewriter: Rewriter, x: ir.Value, dtype: str) -> ir.Value:
