@@ -1,5 +1,6 @@
 """causal_masks_as_flags: an attention mask computed from constants that is exactly a causal mask
-becomes SDPA's is_causal; every other mask stays. Checked on exported programs, against eager."""
+becomes SDPA's is_causal, one that keeps every score goes; every other mask stays. Checked on
+exported programs, against eager."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ class Masked(nn.Module):
             "window": causal & (cols > rows - 4),
             "padding": causal & keep[:, None, None, :],
             "shifted": (cols <= rows + 1)[None, None],
+            "everything": (rows >= 0).expand(-1, k.shape[-2])[None, None].expand(q.shape[0], 1, -1, -1),
+            "zeros": torch.zeros(causal.shape),
         }[self.mask]
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
@@ -53,6 +56,16 @@ def test_a_causal_mask_from_constants_becomes_the_causal_flag():
         assert causal_masks_as_flags(program) == 1
         assert _attention_arguments(program) == [(None, True)]
         assert not any(n.target == torch.ops.aten.arange.default for n in program.graph.nodes)  # the mask's ops dropped
+        torch.testing.assert_close(program.module()(*inputs), want)
+
+
+def test_a_mask_from_constants_that_keeps_every_score_goes():
+    """transformers' padding mask of an encoder that takes none (`arange(n) >= 0`, ViT's), and an
+    additive mask of zeros."""
+    for kind in ("everything", "zeros"):
+        program, inputs, want = _exported(kind)
+        assert causal_masks_as_flags(program) == 1, kind
+        assert _attention_arguments(program) == [(None, False)]
         torch.testing.assert_close(program.module()(*inputs), want)
 
 
