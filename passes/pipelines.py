@@ -54,7 +54,7 @@ DEFAULT_PIPELINE: tuple[PassGroup, ...] = (
             "decompose-unfold",
             "decompose-adaptive-pool",
             "decompose-pool-indices",
-            "accumulate-half-sums",  # after the backend contract and the decompositions above, which make sums
+            "accumulate-in-f32",  # after the backend contract and the decompositions above, which make sums
             "expand-pow-int",
             "promote-int-clamp",
             "promote-uint8-arithmetic",

@@ -43,8 +43,8 @@ def ints(*shape: int) -> torch.Tensor:
 
 # pass -> (what gives it work, the inputs' makers)
 CASES: dict[str, tuple[Callable[..., object], tuple[Callable[[], torch.Tensor], ...]]] = {
-    "accumulate-half-sums": (  # bf16 integers: sums exact in f32, rounded once (a bf16 accumulator was off by 12 on sum(1))
-        lambda x: (x.sum(1), x.mean((1, 2)), x.sum(-1), x.sum()),
+    "accumulate-in-f32": (  # bf16 integers: sums exact in f32, rounded once (a bf16 accumulator was off by 12 on sum(1))
+        lambda x: (x.sum(1), x.mean((1, 2)), x.sum(-1), x.sum(), x.cumsum(1)),
         (lambda: ints(2, 64, 24, 16).to(torch.bfloat16),),
     ),
     "decompose-gelu": (lambda x: F.gelu(x) * F.gelu(x, approximate="tanh"), (lambda: floats(4, 8),)),

@@ -1,4 +1,4 @@
-// RUN: kiln opt %s --pass accumulate-half-sums --split-input-file | filecheck %s
+// RUN: kiln opt %s --pass accumulate-in-f32 --split-input-file | filecheck %s
 
 // A bf16 sum over the last two dims (a mean's, as torch-mlir decomposes it): summed in f32, rounded once.
 // CHECK-LABEL: func.func @pooled_bf16
@@ -48,4 +48,23 @@ func.func @left_alone(%x: !torch.vtensor<[4,6],f32>, %y: !torch.vtensor<[4,6],bf
   %0 = torch.aten.sum.dim_IntList %x, %dims, %false, %none : !torch.vtensor<[4,6],f32>, !torch.list<int>, !torch.bool, !torch.none -> !torch.vtensor<[4],f32>
   %1 = torch.aten.sum.dim_IntList %y, %dims, %false, %int6 : !torch.vtensor<[4,6],bf16>, !torch.list<int>, !torch.bool, !torch.int -> !torch.vtensor<[4],f32>
   return %0, %1 : !torch.vtensor<[4],f32>, !torch.vtensor<[4],f32>
+}
+
+// -----
+
+// A bf16 cumsum and a product over a dim: the same, each result rounded once.
+// CHECK-LABEL: func.func @running_and_product
+// CHECK:         %[[UP:.*]] = torch.aten.to.dtype %arg0, {{.*}} -> !torch.vtensor<[4,6],f32>
+// CHECK:         %[[CUM:.*]] = torch.aten.cumsum %[[UP]], %int1, %none : {{.*}} -> !torch.vtensor<[4,6],f32>
+// CHECK:         torch.aten.to.dtype %[[CUM]], {{.*}} -> !torch.vtensor<[4,6],bf16>
+// CHECK:         %[[UP2:.*]] = torch.aten.to.dtype %arg0, {{.*}} -> !torch.vtensor<[4,6],f32>
+// CHECK:         %[[PROD:.*]] = torch.aten.prod.dim_int %[[UP2]], %int1, %false, %none : {{.*}} -> !torch.vtensor<[4],f32>
+// CHECK:         torch.aten.to.dtype %[[PROD]], {{.*}} -> !torch.vtensor<[4],bf16>
+func.func @running_and_product(%x: !torch.vtensor<[4,6],bf16>) -> (!torch.vtensor<[4,6],bf16>, !torch.vtensor<[4],bf16>) {
+  %int1 = torch.constant.int 1
+  %none = torch.constant.none
+  %false = torch.constant.bool false
+  %0 = torch.aten.cumsum %x, %int1, %none : !torch.vtensor<[4,6],bf16>, !torch.int, !torch.none -> !torch.vtensor<[4,6],bf16>
+  %1 = torch.aten.prod.dim_int %x, %int1, %false, %none : !torch.vtensor<[4,6],bf16>, !torch.int, !torch.bool, !torch.none -> !torch.vtensor<[4],bf16>
+  return %0, %1 : !torch.vtensor<[4,6],bf16>, !torch.vtensor<[4],bf16>
 }
