@@ -47,9 +47,12 @@ def causal_masks_as_flags(program: ExportedProgram) -> int:
             values[mask] = _evaluated(mask, constants)
         value = values[mask]
         seq_q, seq_k = node.args[0].meta["val"].shape[-2], node.args[1].meta["val"].shape[-2]
-        if value is None or not (_keeps_all(value) or _is_causal(value, seq_q, seq_k)):
+        if value is None:
             continue
-        set_argument(node, CAUSAL, "is_causal", not _keeps_all(value))
+        keeps_all = _keeps_all(value)
+        if not (keeps_all or _is_causal(value, seq_q, seq_k)):
+            continue
+        set_argument(node, CAUSAL, "is_causal", not keeps_all)
         set_argument(node, MASK, "attn_mask", None)
         rewritten += 1
     if rewritten:

@@ -52,6 +52,7 @@ from .handoff import (
 # and a matmul's K padded with zeros to the next multiple of 32, unless that rounding would make over
 # this many times the multiply-adds.
 MAX_WINDOW_WASTE = 4
+
 # The multiply-adds (K padded) from which a bf16 contraction whose K is no multiple of 32 takes the
 # kernel: the zeros cost a copy of the activations and the right side's packing each call. Measured
 # on the 16-core Xeon, attention's P V (results/ab-xeon-padded-k.json): at 1.1e9 the kernel won
@@ -59,6 +60,7 @@ MAX_WINDOW_WASTE = 4
 # (DeiT-S at batch 1 1.07x, CLIP-B/32 at batch 1 1.22x); the crossover lies between, not measured
 # closer. f32 contractions lost at both sizes (DeiT-S 1.08-1.10x): IREE's f32 code keeps them.
 MIN_PADDED_MACS = 1 << 27
+
 CONTRACTIONS = ("linalg.conv_2d_nchw_fchw", "linalg.matmul", "linalg.batch_matmul")
 # Other contractions kiln's linalg has for bf16 models, listed in the report as IREE's.
 OTHERS = {
@@ -474,25 +476,24 @@ def _nchw_result(y: str, call: Call, init: str | None) -> list[str]:
     one generic that wrote NCHW, the sum stayed NCHW, and ConvNeXt-T's residual adds read it across
     its channels (on the 16-core Xeon, bf16: 13.6 -> 10.2 ms at batch 1, 236 -> 203 at batch 32)."""
     nb, cout, oh, ow = call.nb, call.cout, call.oh, call.ow
-    out = f"tensor<{nb}x{cout}x{oh}x{ow}xf32>"
-    identity = "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>"
-    parallel = ", ".join(['"parallel"'] * 4)
-    if init is None:
-        return [
-            f"%re = tensor.empty() : {out}",
-            f"%r = linalg.transpose ins({y} : tensor<{nb}x{oh}x{ow}x{cout}xf32>) outs(%re : {out}) permutation = [0, 3, 1, 2]",
-            f"return %r : {out}",
+    out, nhwc = f"tensor<{nb}x{cout}x{oh}x{ow}xf32>", f"tensor<{nb}x{oh}x{ow}x{cout}xf32>"
+    lines, result = [], y
+    if init is not None:
+        identity = "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>"
+        nchw_map = "affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>"
+        parallel = ", ".join(['"parallel"'] * 4)
+        lines = [
+            f"%se = tensor.empty() : {nhwc}",
+            f"%s = linalg.generic {{indexing_maps = [{identity}, {nchw_map}, {identity}], iterator_types = [{parallel}]}} "
+            f"ins({y}, {init} : {nhwc}, {out}) outs(%se : {nhwc}) {{\n"
+            "    ^bb0(%v: f32, %i: f32, %o: f32):\n      %a = arith.addf %v, %i : f32\n      linalg.yield %a : f32\n"
+            f"    }} -> {nhwc}",
         ]
-    nhwc = f"tensor<{nb}x{oh}x{ow}x{cout}xf32>"
-    nchw_map = "affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>"
+        result = "%s"
     return [
-        f"%se = tensor.empty() : {nhwc}",
-        f"%s = linalg.generic {{indexing_maps = [{identity}, {nchw_map}, {identity}], iterator_types = [{parallel}]}} "
-        f"ins({y}, {init} : {nhwc}, {out}) outs(%se : {nhwc}) {{\n"
-        "    ^bb0(%v: f32, %i: f32, %o: f32):\n      %a = arith.addf %v, %i : f32\n      linalg.yield %a : f32\n"
-        f"    }} -> {nhwc}",
+        *lines,
         f"%re = tensor.empty() : {out}",
-        f"%r = linalg.transpose ins(%s : {nhwc}) outs(%re : {out}) permutation = [0, 3, 1, 2]",
+        f"%r = linalg.transpose ins({result} : {nhwc}) outs(%re : {out}) permutation = [0, 3, 1, 2]",
         f"return %r : {out}",
     ]
 
