@@ -2,7 +2,7 @@
 
 The target's flags and levers (data tiling, channels-last convolutions, batch-matmul transposes), its
 choices for a compile (kiln's CPU kernels and the ISA path they take, attention's precision, the
-runtime driver), and the passes only it wants (depthwise-to-nhwc, split-grouped-convs).
+runtime driver), and the passes only it wants (depthwise-to-nhwc, split-grouped-convs, conv-1d-as-2d).
 """
 
 from __future__ import annotations
@@ -96,8 +96,13 @@ def _choose(options: CompileOptions, arch: ArchChoice | None, handoff: str) -> C
         },
         kernels=CpuKernels(isa, options.cpu_attention == "bf16") if isa is not None else None,
         # NCHW depthwise convolutions as NHWC ones, which IREE's CPU code vectorizes along the channels;
-        # grouped ones as one convolution a group, for the kernels.
-        passes=(PassPlacement("linalg", "fold-truncf-constants", ("depthwise-to-nhwc", *(("split-grouped-convs",) if isa is not None else ()))),),
+        # for the kernels, grouped ones as one convolution a group and 1-D ones as 2-D ones of height 1.
+        passes=(
+            PassPlacement(
+                "linalg", "fold-truncf-constants",
+                ("depthwise-to-nhwc", *(("split-grouped-convs", "conv-1d-as-2d") if isa is not None else ())),
+            ),
+        ),
         driver=None if options.cpu_driver == "auto" else options.cpu_driver,
     )
 
