@@ -33,31 +33,31 @@ def _to_nhwc(op: ir.Operation) -> None:
     strides = [int(value) for value in ir.DenseIntElementsAttr(op.attributes["strides"])]
     dilations = [int(value) for value in ir.DenseIntElementsAttr(op.attributes["dilations"])]
     with op.location, ir.InsertionPoint(op):
-        x_nhwc = _padded_nhwc(x)
-        w_rsc = _transposed(w, [1, 2, 0])
+        x_nhwc = padded_nhwc(x)
+        w_rsc = transposed(w, [1, 2, 0])
         y_nhwc = _value(linalg.depthwise_conv_2d_nhwc_hwc(
-            x_nhwc, w_rsc, outs=[_transposed(init, NCHW_TO_NHWC)], strides=strides, dilations=dilations
+            x_nhwc, w_rsc, outs=[transposed(init, NCHW_TO_NHWC)], strides=strides, dilations=dilations
         ))
-        y = _transposed(y_nhwc, NHWC_TO_NCHW)
+        y = transposed(y_nhwc, NHWC_TO_NCHW)
     op.results[0].replace_all_uses_with(y)
     op.erase()
 
 
-def _padded_nhwc(x: ir.Value) -> ir.Value:
+def padded_nhwc(x: ir.Value) -> ir.Value:
     """`x` [N, C, H, W] in NHWC. Where it is a zero `tensor.pad` of H and W only, the source is
     transposed and padded again in NHWC, so the transpose moves into the producer and the padding
     into the convolution's dispatch; otherwise `x` itself is transposed."""
     pad = x.owner if isinstance(x.owner, (ir.Operation, ir.OpView)) else None
     pad = pad.operation if pad is not None else None
     if pad is None or pad.name != "tensor.pad" or len(pad.operands) != 1:
-        return _transposed(x, NCHW_TO_NHWC)
+        return transposed(x, NCHW_TO_NHWC)
     low, high = (list(ir.DenseI64ArrayAttr(pad.attributes[name])) for name in ("static_low", "static_high"))
     yielded = pad.regions[0].blocks[0].operations[0].operands[0]
     constant = yielded.owner.operation if isinstance(yielded.owner, (ir.Operation, ir.OpView)) else None
     zero = constant is not None and constant.name == "arith.constant" and ir.FloatAttr(constant.attributes["value"]).value == 0.0
     if not zero or low[:2] != [0, 0] or high[:2] != [0, 0]:
-        return _transposed(x, NCHW_TO_NHWC)
-    source = _transposed(pad.operands[0], NCHW_TO_NHWC)
+        return transposed(x, NCHW_TO_NHWC)
+    source = transposed(pad.operands[0], NCHW_TO_NHWC)
     shape = ir.RankedTensorType(source.type).shape
     element = ir.RankedTensorType(source.type).element_type
     padded_shape = [shape[0], shape[1] + low[2] + high[2], shape[2] + low[3] + high[3], shape[3]]
@@ -70,7 +70,7 @@ def _padded_nhwc(x: ir.Value) -> ir.Value:
     return padded.result
 
 
-def _transposed(value: ir.Value, permutation: list[int]) -> ir.Value:
+def transposed(value: ir.Value, permutation: list[int]) -> ir.Value:
     shaped = ir.RankedTensorType(value.type)
     shape = [shaped.shape[axis] for axis in permutation]
     empty = tensor.empty(shape, shaped.element_type)

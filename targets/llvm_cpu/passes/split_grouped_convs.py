@@ -5,9 +5,11 @@ torch-to-linalg lowers a grouped convolution (RegNet's and ResNeXt's 3x3 layers)
 `linalg.conv_2d_ngchw_gfchw`, which kiln's implicit-GEMM kernel does not take and IREE's llvm-cpu
 code runs at a few GFLOP/s in bf16: RegNet-Y-4.0GF bf16 at batch 32 spent 16.2 of its 16.7 s a call
 in them on this 2-core machine. Group g reads input channels [g*C, (g+1)*C) and writes output
-channels [g*F, (g+1)*F): its own `conv_2d_nchw_fchw` on those slices (NCHW keeps each one contiguous
-per image), its result inserted into the whole. Groups whose C is not a multiple of 32 (ResNeXt's 4)
-are left to IREE: the kernel would take them only as row windows, mostly zeros.
+channels [g*F, (g+1)*F): its own `conv_2d_nchw_fchw` on those channels, its result put into the whole.
+Where the input is an NCHW tensor viewed as groups (as torch-to-linalg gives it), the groups are
+sliced from it and gathered in NHWC, the layout the kernel computes in (`_split_in_nhwc`); otherwise
+in NCHW. Groups whose C is not a multiple of 32 (ResNeXt's 4) are left to IREE: the kernel would take
+them only as row windows, mostly zeros.
 
 The llvm-cpu room places it where its kernels are on (targets/llvm_cpu/target.py).
 """
@@ -18,6 +20,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import linalg, tensor
 
 from kiln.passes.pass_api import Pass, PassRun, ops_named
+
+from .depthwise_to_nhwc import NCHW_TO_NHWC, NHWC_TO_NCHW, padded_nhwc, transposed
 
 KERNEL_K_STEP = 32  # the kernel walks input channels 32 at a time
 
@@ -33,15 +37,69 @@ def _split(op: ir.Operation, groups: int) -> None:
     x, w, init = op.operands[0], op.operands[1], op.operands[2]
     strides = [int(value) for value in ir.DenseIntElementsAttr(op.attributes["strides"])]
     dilations = [int(value) for value in ir.DenseIntElementsAttr(op.attributes["dilations"])]
+    whole = _ungrouped(x)
     with op.location, ir.InsertionPoint(op):
-        result = init
-        for g in range(groups):
-            y = linalg.conv_2d_nchw_fchw(
-                _group(x, g, 1), _group(w, g, 0), outs=[_group(init, g, 1)], strides=strides, dilations=dilations
-            )
-            result = _inserted(y, result, g)
+        if whole is None:
+            result = init
+            for g in range(groups):
+                y = linalg.conv_2d_nchw_fchw(
+                    _group(x, g, 1), _group(w, g, 0), outs=[_group(init, g, 1)], strides=strides, dilations=dilations
+                )
+                result = _inserted(y, result, g)
+        else:
+            result = _split_in_nhwc(whole, w, init, groups, strides, dilations)
     op.results[0].replace_all_uses_with(result)
     op.erase()
+    if whole is not None:  # the grouped view of the input, and the NCHW padding under it, if nothing reads them now
+        for dead in (x, whole):
+            owner = dead.owner if isinstance(dead.owner, (ir.Operation, ir.OpView)) else None
+            if owner is None or list(dead.uses) or owner.operation.name not in ("tensor.expand_shape", "tensor.pad"):
+                break
+            owner.operation.erase()
+
+
+def _split_in_nhwc(
+    x: ir.Value, w: ir.Value, init: ir.Value, groups: int, strides: list[int], dilations: list[int]
+) -> ir.Value:
+    """The grouped convolution of `x` [N, G*C, H, W], its groups sliced from and gathered in NHWC.
+
+    Each group's convolution reads its channels as an NCHW tensor and writes an NCHW result, and
+    kiln's kernel transposes both to and from NHWC; written as transposes of NHWC slices, those
+    cancel in IREE, and only the whole input's transpose to NHWC and the whole result's back are
+    left, which IREE moves into the neighbouring dispatches. Sliced and gathered in NCHW, each group's
+    input and result was a transposing dispatch of its own, and the batch norms between stayed NCHW:
+    RegNet-Y-4.0GF bf16 at batch 32 spent 104 of its 228 ms of dispatches in transposes on the 16-core Xeon."""
+    x_nhwc = padded_nhwc(x)
+    n, hp, wp, channels = ir.RankedTensorType(x_nhwc.type).shape
+    _, g_count, f, oh, ow = ir.RankedTensorType(init.type).shape
+    c = channels // groups
+    element = ir.RankedTensorType(init.type).element_type
+    gathered = tensor.empty([n, oh, ow, groups * f], element)
+    for g in range(groups):
+        x_g = tensor.ExtractSliceOp(
+            ir.RankedTensorType.get([n, hp, wp, c], ir.RankedTensorType(x_nhwc.type).element_type),
+            x_nhwc, [], [], [], [0, 0, 0, g * c], [n, hp, wp, c], [1, 1, 1, 1],
+        ).result
+        y = linalg.conv_2d_nchw_fchw(
+            transposed(x_g, NHWC_TO_NCHW), _group(w, g, 0), outs=[_group(init, g, 1)], strides=strides, dilations=dilations
+        )
+        y_nhwc = transposed(y if isinstance(y, ir.Value) else y.results[0], NCHW_TO_NHWC)
+        gathered = tensor.InsertSliceOp(
+            y_nhwc, gathered, [], [], [], [0, 0, 0, g * f], [n, oh, ow, f], [1, 1, 1, 1]
+        ).result
+    nchw = transposed(gathered, NHWC_TO_NCHW)
+    result_type = ir.RankedTensorType.get([n, g_count, f, oh, ow], element)
+    return tensor.ExpandShapeOp(result_type, nchw, [[0], [1, 2], [3], [4]], [], [n, g_count, f, oh, ow]).result
+
+
+def _ungrouped(x: ir.Value) -> ir.Value | None:
+    """The [N, G*C, H, W] tensor that grouped input `x` [N, G, C, H, W] is an expand_shape of, else None."""
+    owner = x.owner if isinstance(x.owner, (ir.Operation, ir.OpView)) else None
+    expand = owner.operation if owner is not None else None
+    if expand is None or expand.name != "tensor.expand_shape":
+        return None
+    source = expand.operands[0]
+    return source if len(ir.RankedTensorType(source.type).shape) == 4 else None
 
 
 def _group(value: ir.Value, g: int, axis: int) -> ir.Value:
