@@ -22,7 +22,7 @@ class Stage(nn.Module):
         self.blocks = nn.ModuleList([block(512, 512, 1024, 1), block(1024, 512, 1024, 1), block(1024, 1024, 2048, 2), block(2048, 1024, 2048, 1)])
 
     def forward(self, x):
-        for i, b in enumerate(self.blocks):
+        for b in self.blocks:
             y = b(x)
             x = torch.relu(y + x) if y.shape == x.shape else torch.relu(y)
         return x.mean(dim=(2, 3))
@@ -33,9 +33,11 @@ def get_model(dtype: str = "f32") -> nn.Module:
     model = Stage()
     for m in model.modules():
         if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.uniform_(-0.5, 0.5); m.running_var.uniform_(0.5, 1.5)
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 1.5)
             with torch.no_grad():
-                m.weight.uniform_(0.5, 1.5); m.bias.uniform_(-0.1, 0.1)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.1, 0.1)
     return model.eval().to(DTYPES[dtype])
 
 
