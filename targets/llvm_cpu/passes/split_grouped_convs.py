@@ -24,6 +24,7 @@ from kiln.passes.pass_api import Pass, PassRun, ops_named
 from .depthwise_to_nhwc import NCHW_TO_NHWC, NHWC_TO_NCHW, padded_nhwc, transposed
 
 KERNEL_K_STEP = 32  # the kernel walks input channels 32 at a time
+_GROUPS_OF_CHANNELS = [[0], [1, 2], [3], [4]]  # [N, G*C, H, W] -> [N, G, C, H, W]
 
 
 def run(module: ir.Operation, pass_run: PassRun) -> None:
@@ -89,17 +90,16 @@ def _split_in_nhwc(
         ).result
     nchw = transposed(gathered, NHWC_TO_NCHW)
     result_type = ir.RankedTensorType.get([n, g_count, f, oh, ow], element)
-    return tensor.ExpandShapeOp(result_type, nchw, [[0], [1, 2], [3], [4]], [], [n, g_count, f, oh, ow]).result
+    return tensor.ExpandShapeOp(result_type, nchw, _GROUPS_OF_CHANNELS, [], [n, g_count, f, oh, ow]).result
 
 
 def _ungrouped(x: ir.Value) -> ir.Value | None:
     """The [N, G*C, H, W] tensor that grouped input `x` [N, G, C, H, W] is an expand_shape of, else None."""
     owner = x.owner if isinstance(x.owner, (ir.Operation, ir.OpView)) else None
     expand = owner.operation if owner is not None else None
-    if expand is None or expand.name != "tensor.expand_shape":
+    if expand is None or expand.name != "tensor.expand_shape" or str(expand.attributes["reassociation"]) != str(_GROUPS_OF_CHANNELS):
         return None
-    source = expand.operands[0]
-    return source if len(ir.RankedTensorType(source.type).shape) == 4 else None
+    return expand.operands[0]
 
 
 def _group(value: ir.Value, g: int, axis: int) -> ir.Value:
