@@ -18,6 +18,9 @@ from torch_mlir import ir
 from torch_mlir.dialects import linalg, tensor
 
 from kiln.passes.pass_api import Pass, PassRun, ops_named
+from kiln.passes.torch_ir import producer
+
+from .depthwise_to_nhwc import value_of
 
 # [N, C, W] -> [N, C, 1, W]: the new height joins the channels' group.
 _HEIGHT_ONE = [[0], [1, 2], [3]]
@@ -33,24 +36,23 @@ def _as_2d(op: ir.Operation) -> None:
     x, w, init = op.operands[0], op.operands[1], op.operands[2]
     (stride,) = (int(value) for value in ir.DenseIntElementsAttr(op.attributes["strides"]))
     (dilation,) = (int(value) for value in ir.DenseIntElementsAttr(op.attributes["dilations"]))
+    pad = producer(x, "tensor.pad")
     with op.location, ir.InsertionPoint(op):
-        y = linalg.conv_2d_nchw_fchw(
-            _input(x), _expanded(w), outs=[_expanded(init)], strides=[stride, stride], dilations=[dilation, dilation]
-        )
-        y = y if isinstance(y, ir.Value) else y.results[0]
+        y = value_of(linalg.conv_2d_nchw_fchw(
+            _input(x, pad), _expanded(w), outs=[_expanded(init)], strides=[stride, stride], dilations=[dilation, dilation]
+        ))
         shaped = ir.RankedTensorType(op.results[0].type)
         result = tensor.CollapseShapeOp(shaped, y, _HEIGHT_ONE).result
     op.results[0].replace_all_uses_with(result)
-    pad = _pad_of(x)
     op.erase()
     if pad is not None and not list(pad.results[0].uses):
         pad.erase()
 
 
-def _input(x: ir.Value) -> ir.Value:
-    """`x` [N, C, W] as [N, C, 1, W]: where it pads W alone, its source expanded and padded again."""
-    pad = _pad_of(x)
-    if pad is None:
+def _input(x: ir.Value, pad: ir.Operation | None) -> ir.Value:
+    """`x` [N, C, W] as [N, C, 1, W]: where `pad`, which makes it, pads W alone, its source expanded and
+    padded again."""
+    if pad is None or len(pad.operands) != 1:  # dynamic padding sizes
         return _expanded(x)
     low, high = (list(ir.DenseI64ArrayAttr(pad.attributes[name])) for name in ("static_low", "static_high"))
     block = pad.regions[0].blocks[0]
@@ -65,15 +67,6 @@ def _input(x: ir.Value) -> ir.Value:
     with ir.InsertionPoint(body):
         tensor.YieldOp(value)
     return padded.result
-
-
-def _pad_of(x: ir.Value) -> ir.Operation | None:
-    """The tensor.pad with static sizes that makes `x`, else None."""
-    owner = x.owner if isinstance(x.owner, (ir.Operation, ir.OpView)) else None
-    pad = owner.operation if owner is not None else None
-    if pad is None or pad.name != "tensor.pad" or len(pad.operands) != 1:
-        return None
-    return pad
 
 
 def _expanded(value: ir.Value) -> ir.Value:

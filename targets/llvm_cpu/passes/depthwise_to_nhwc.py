@@ -19,6 +19,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith, linalg, tensor
 
 from kiln.passes.pass_api import Pass, PassRun, ops_named
+from kiln.passes.torch_ir import producer
 
 NCHW_TO_NHWC, NHWC_TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 
@@ -35,7 +36,7 @@ def _to_nhwc(op: ir.Operation) -> None:
     with op.location, ir.InsertionPoint(op):
         x_nhwc = padded_nhwc(x)
         w_rsc = transposed(w, [1, 2, 0])
-        y_nhwc = _value(linalg.depthwise_conv_2d_nhwc_hwc(
+        y_nhwc = value_of(linalg.depthwise_conv_2d_nhwc_hwc(
             x_nhwc, w_rsc, outs=[transposed(init, NCHW_TO_NHWC)], strides=strides, dilations=dilations
         ))
         y = transposed(y_nhwc, NHWC_TO_NCHW)
@@ -47,9 +48,8 @@ def padded_nhwc(x: ir.Value) -> ir.Value:
     """`x` [N, C, H, W] in NHWC. Where it is a zero `tensor.pad` of H and W only, the source is
     transposed and padded again in NHWC, so the transpose moves into the producer and the padding
     into the convolution's dispatch; otherwise `x` itself is transposed."""
-    pad = x.owner if isinstance(x.owner, (ir.Operation, ir.OpView)) else None
-    pad = pad.operation if pad is not None else None
-    if pad is None or pad.name != "tensor.pad" or len(pad.operands) != 1:
+    pad = producer(x, "tensor.pad")
+    if pad is None or len(pad.operands) != 1:
         return transposed(x, NCHW_TO_NHWC)
     low, high = (list(ir.DenseI64ArrayAttr(pad.attributes[name])) for name in ("static_low", "static_high"))
     yielded = pad.regions[0].blocks[0].operations[0].operands[0]
@@ -66,7 +66,7 @@ def padded_nhwc(x: ir.Value) -> ir.Value:
     padded = tensor.PadOp(result_type, source, [], [], nhwc_low, nhwc_high)
     block = padded.regions[0].blocks.append(*([ir.IndexType.get()] * 4))
     with ir.InsertionPoint(block):
-        tensor.YieldOp(_value(arith.constant(element, 0.0)))
+        tensor.YieldOp(value_of(arith.constant(element, 0.0)))
     return padded.result
 
 
@@ -74,10 +74,10 @@ def transposed(value: ir.Value, permutation: list[int]) -> ir.Value:
     shaped = ir.RankedTensorType(value.type)
     shape = [shaped.shape[axis] for axis in permutation]
     empty = tensor.empty(shape, shaped.element_type)
-    return _value(linalg.transpose(value, outs=[empty], permutation=permutation))
+    return value_of(linalg.transpose(value, outs=[empty], permutation=permutation))
 
 
-def _value(built: ir.Value | ir.OpView) -> ir.Value:
+def value_of(built: ir.Value | ir.OpView) -> ir.Value:
     """The result of a dialect builder, which returns the op itself for some ops (linalg.transpose)."""
     return built if isinstance(built, ir.Value) else built.results[0]
 

@@ -20,8 +20,9 @@ from torch_mlir import ir
 from torch_mlir.dialects import linalg, tensor
 
 from kiln.passes.pass_api import Pass, PassRun, ops_named
+from kiln.passes.torch_ir import producer
 
-from .depthwise_to_nhwc import NCHW_TO_NHWC, NHWC_TO_NCHW, padded_nhwc, transposed
+from .depthwise_to_nhwc import NCHW_TO_NHWC, NHWC_TO_NCHW, padded_nhwc, transposed, value_of
 
 KERNEL_K_STEP = 32  # the kernel walks input channels 32 at a time
 _GROUPS_OF_CHANNELS = [[0], [1, 2], [3], [4]]  # [N, G*C, H, W] -> [N, G, C, H, W]
@@ -53,10 +54,10 @@ def _split(op: ir.Operation, groups: int) -> None:
     op.erase()
     if whole is not None:  # the grouped view of the input, and the NCHW padding under it, if nothing reads them now
         for dead in (x, whole):
-            owner = dead.owner if isinstance(dead.owner, (ir.Operation, ir.OpView)) else None
-            if owner is None or list(dead.uses) or owner.operation.name not in ("tensor.expand_shape", "tensor.pad"):
+            owner = producer(dead, "tensor.expand_shape", "tensor.pad")
+            if owner is None or list(dead.uses):
                 break
-            owner.operation.erase()
+            owner.erase()
 
 
 def _split_in_nhwc(
@@ -84,7 +85,7 @@ def _split_in_nhwc(
         y = linalg.conv_2d_nchw_fchw(
             transposed(x_g, NHWC_TO_NCHW), _group(w, g, 0), outs=[_group(init, g, 1)], strides=strides, dilations=dilations
         )
-        y_nhwc = transposed(y if isinstance(y, ir.Value) else y.results[0], NCHW_TO_NHWC)
+        y_nhwc = transposed(value_of(y), NCHW_TO_NHWC)
         gathered = tensor.InsertSliceOp(
             y_nhwc, gathered, [], [], [], [0, 0, 0, g * f], [n, oh, ow, f], [1, 1, 1, 1]
         ).result
@@ -95,9 +96,8 @@ def _split_in_nhwc(
 
 def _ungrouped(x: ir.Value) -> ir.Value | None:
     """The [N, G*C, H, W] tensor that grouped input `x` [N, G, C, H, W] is an expand_shape of, else None."""
-    owner = x.owner if isinstance(x.owner, (ir.Operation, ir.OpView)) else None
-    expand = owner.operation if owner is not None else None
-    if expand is None or expand.name != "tensor.expand_shape" or str(expand.attributes["reassociation"]) != str(_GROUPS_OF_CHANNELS):
+    expand = producer(x, "tensor.expand_shape")
+    if expand is None or str(expand.attributes["reassociation"]) != str(_GROUPS_OF_CHANNELS):
         return None
     return expand.operands[0]
 
