@@ -1,0 +1,194 @@
+"""kiln's CPU GEMM kernel alone, per tiling, against torch's GEMM, on the real models' prefill matmuls.
+
+In the real models on the 16-core Xeon the kernel ran at 2.2-2.4 TFLOP/s in bf16 (Llama-3.2-1B at
+8 x 512, Mistral-shaped at 1 x 512: 81-91% of the call) and 0.73 in f32 (Phi-2 at 1 x 512), where
+torch's `F.linear` reached 2.8-3.7 and 0.9-1.0 on the same shapes, and where the kernel timed alone on a
+16-core host had run at 4.6-6.3 bf16 (benchmarks/NOTES.md). This says which: the kernel alone with its
+weights hot in the caches, and cold (cycled through copies past the L3, as a model's layers find them),
+with kiln's tiling (geometry.matmul_call) and its neighbours, next to torch on the same shapes, cold
+and hot. The shapes are grouped by model, so that a tiling rule fitted on some is checked on the others.
+
+    python3 benchmarks/cpu_gemm_rate.py --threads 16 -o $OUT/cpu-gemm-xeon.json    # on the machine measured
+
+Needs a C compiler (kiln builds its kernel objects with it) and, for bf16 on AMX, Linux's AMX permission
+(the driver asks for it).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+# model -> the (K, N) of its prefill's nn.Linear weights (q, k/v, o, MLP in and out; fused ones as the model has them)
+MODELS: dict[str, list[tuple[int, int]]] = {
+    "llama_3_2_1b": [(2048, 2048), (2048, 512), (2048, 8192), (8192, 2048)],
+    "mistral_7b": [(4096, 4096), (4096, 1024), (4096, 14336), (14336, 4096)],
+    "phi_2": [(2560, 2560), (2560, 10240), (10240, 2560)],
+    "qwen2_5_0_5b": [(896, 896), (896, 128), (896, 4864), (4864, 896)],
+    "bert_base": [(768, 768), (768, 3072), (3072, 768)],
+}
+ROWS = (512, 4096)  # batch 1 and 8 of 512 tokens
+COLD_BYTES = 1 << 30  # weight copies cycled through: past any L3 here
+HERE = Path(__file__).resolve().parent
+
+
+def _driver(folder: Path) -> Path:
+    """The C driver linked with kiln's kernel objects, built here."""
+    from kiln.targets.llvm_cpu.kernels.build import OBJECT_NAMES, _compiler, kernel_objects
+
+    objects = kernel_objects()
+    binary = folder / "cpu_gemm_rate"
+    sources = [str(objects / name) for name in OBJECT_NAMES if name.startswith("kiln_gemm")]
+    command = [
+        _compiler(),
+        "-O2",
+        "-march=native",
+        str(HERE / "cpu_gemm_rate.c"),
+        *sources,
+        "-lpthread",
+        "-o",
+        str(binary),
+    ]
+    subprocess.run(command, check=True)
+    return binary
+
+
+def _kiln_ms(binary: Path, dtype: str, call, threads: int, copies: int, seconds: float) -> float:
+    args = [
+        dtype,
+        call.nb * call.oh * call.ow,
+        call.cin,
+        call.cout,
+        call.xs,
+        call.ow,
+        call.nbw,
+        call.kc,
+        threads,
+        copies,
+        seconds,
+    ]
+    out = subprocess.run([str(binary), *map(str, args)], check=True, capture_output=True, text=True).stdout
+    return float(out.strip())
+
+
+def _torch_ms(m: int, k: int, n: int, dtype: str, copies: int, seconds: float) -> float:
+    import torch
+
+    t = torch.bfloat16 if dtype == "bf16" else torch.float32
+    a = torch.randn(m, k, dtype=t)
+    weights = [torch.randn(n, k, dtype=t) for _ in range(copies)]
+    samples, call, begin = [], 0, time.perf_counter()
+    while call < 8 or time.perf_counter() - begin < seconds:
+        start = time.perf_counter()
+        torch.nn.functional.linear(a, weights[call % copies])
+        if call >= 3:
+            samples.append(time.perf_counter() - start)
+        call += 1
+    return sorted(samples)[len(samples) // 2] * 1e3
+
+
+def _tilings(default):
+    """kiln's tiling and its neighbours: K chunks, channels a workgroup, rows of a strip."""
+    from kiln.targets.llvm_cpu.kernels.geometry import WHOLE_K
+
+    yield "kiln", default
+    for kc in (8, 16, 64, WHOLE_K):
+        if kc != default.kc:
+            yield f"kc {kc if kc < WHOLE_K else 'whole'}", replace(default, kc=kc)
+    for nbw in (32, 64, 128, 256):
+        if nbw != default.nbw:
+            yield f"nbw {nbw}", replace(default, nbw=nbw)
+    m = default.nb * default.oh * default.ow
+    for rows in (64, 128, 512):
+        if rows != default.ow and m % rows == 0:
+            yield f"strip {rows}", replace(default, oh=m // rows, hp=m // rows, ow=rows, wp=rows)
+
+
+def _line(row: dict) -> str:
+    """One GEMM's rates: kiln's tiling and the best of its neighbours, torch's, cold and hot."""
+    flops = 2 * row["m"] * row["k"] * row["n"]
+    cold = row["kiln_cold_ms"]
+    best = min(cold, key=cold.get)
+    rate = {
+        name: f"{flops / ms / 1e9:5.2f}"
+        for name, ms in {
+            **cold,
+            "torch cold": row["torch_cold_ms"],
+            "kiln hot": row["kiln_hot_ms"],
+            "torch hot": row["torch_hot_ms"],
+        }.items()
+    }
+    shape = f"{row['m']:5}x{row['k']:5}x{row['n']:5}"
+    return (
+        f"{row['dtype']:4} {row['model']:13} {shape}  TFLOP/s cold: kiln {rate['kiln']} (best {best}: {rate[best]})"
+        f" torch {rate['torch cold']} | hot: kiln {rate['kiln hot']} torch {rate['torch hot']}"
+    )
+
+
+@click.command()
+@click.option("--threads", type=int, default=16, show_default=True)
+@click.option(
+    "--dtype",
+    "dtypes",
+    multiple=True,
+    type=click.Choice(["bf16", "f32"]),
+    default=("bf16", "f32"),
+    show_default=True,
+)
+@click.option(
+    "--model", "models", multiple=True, type=click.Choice(sorted(MODELS)), help="Only these models' shapes."
+)
+@click.option(
+    "--seconds", type=float, default=0.3, show_default=True, help="Timing budget of one measurement."
+)
+@click.option(
+    "--sweep/--no-sweep", default=True, show_default=True, help="Time the neighbouring tilings too."
+)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path))
+def main(
+    threads: int,
+    dtypes: tuple[str, ...],
+    models: tuple[str, ...],
+    seconds: float,
+    sweep: bool,
+    output: Path | None,
+) -> None:
+    import torch
+
+    from kiln.targets.llvm_cpu.kernels import mlir
+    from kiln.targets.llvm_cpu.kernels.geometry import matmul_call
+
+    torch.set_num_threads(threads)
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        binary = _driver(Path(folder))
+        for dtype in dtypes:
+            size = 2 if dtype == "bf16" else 4
+            for model in models or sorted(MODELS):
+                for k, n in MODELS[model]:
+                    copies = max(1, COLD_BYTES // (k * n * size))
+                    for m in ROWS:
+                        default = matmul_call(m, k, n, pixel_stride=k + mlir.row_padding(k, dtype))
+                        row = {"model": model, "dtype": dtype, "m": m, "k": k, "n": n, "copies": copies}
+                        row["torch_cold_ms"] = _torch_ms(m, k, n, dtype, copies, seconds)
+                        row["torch_hot_ms"] = _torch_ms(m, k, n, dtype, 1, seconds)
+                        row["kiln_hot_ms"] = _kiln_ms(binary, dtype, default, threads, 1, seconds)
+                        tilings = _tilings(default) if sweep else [("kiln", default)]
+                        row["kiln_cold_ms"] = {
+                            name: _kiln_ms(binary, dtype, call, threads, copies, seconds)
+                            for name, call in tilings
+                        }
+                        rows.append(row)
+                        click.echo(_line(row))
+    if output:
+        output.write_text(json.dumps({"threads": threads, "rows": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
