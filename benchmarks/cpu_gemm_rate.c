@@ -2,12 +2,13 @@
 // run it (workgroups taken in turn, x fastest), timed over repeated calls. Driven by cpu_gemm_rate.py,
 // which builds kiln's kernel objects and links them with this file.
 //
-//   cpu_gemm_rate bf16|f32 M K N XS STRIP NBW KC THREADS COPIES SECONDS
+//   cpu_gemm_rate bf16|f32 M K N XS THREADS COPIES SECONDS STRIP:NBW:KC...
 //
-// XS: elements between rows of A (kiln pads rows that would be a multiple of 4 KiB apart); STRIP:
-// the rows of one M strip (geometry.strip); COPIES: packed weights to cycle through, one a call, so
-// that a call finds its weights where a model's layer finds them (COPIES x the weights past the L3:
-// in DRAM) or, with 1, hot in the caches. Prints the median milliseconds a call.
+// XS: elements between rows of A (kiln pads rows that would be a multiple of 4 KiB apart); COPIES:
+// packed weights to cycle through, one a call, so that a call finds its weights where a model's layer
+// finds them (COPIES x the weights past the L3: in DRAM) or, with 1, hot in the caches. Then one
+// tiling an argument: the rows of an M strip (geometry.strip), the channels and the K steps of a
+// workgroup. Prints the median milliseconds a call, a line per tiling.
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -76,46 +77,54 @@ static int by_value(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
+// The median milliseconds of the calls made in `seconds` (at least 5, after 3 to warm up).
+static double median_call_ms(job_t* j, const char* p, size_t weight_bytes, int copies, double seconds) {
+  static double samples[1000];
+  int count = 0;
+  double begin = now();
+  for (int call = 0; count < 1000 && (call < 3 + 5 || now() - begin < seconds); ++call) {
+    j->p = p + (size_t)(call % copies) * weight_bytes;
+    atomic_store(&j->next, 0);
+    double t0 = now();
+    pthread_barrier_wait(&j->start);
+    run_workgroups(j);
+    pthread_barrier_wait(&j->done);
+    if (call >= 3) samples[count++] = now() - t0;
+  }
+  qsort(samples, count, sizeof(double), by_value);
+  return samples[count / 2] * 1e3;
+}
+
 int main(int argc, char** argv) {
-  if (argc != 12) {
-    fprintf(stderr, "usage: %s bf16|f32 M K N XS STRIP NBW KC THREADS COPIES SECONDS\n", argv[0]);
+  if (argc < 10) {
+    fprintf(stderr, "usage: %s bf16|f32 M K N XS THREADS COPIES SECONDS STRIP:NBW:KC...\n", argv[0]);
     return 2;
   }
   syscall(SYS_arch_prctl, 0x1023, 18);
   job_t j = {.f32 = !strcmp(argv[1], "f32")};
   j.m = strtoull(argv[2], 0, 10), j.k = strtoull(argv[3], 0, 10), j.n = strtoull(argv[4], 0, 10);
-  j.xs = strtoull(argv[5], 0, 10), j.strip = strtoull(argv[6], 0, 10), j.nbw = strtoull(argv[7], 0, 10);
-  j.kc = strtoull(argv[8], 0, 10);
-  int threads = atoi(argv[9]), copies = atoi(argv[10]);
-  double seconds = atof(argv[11]);
-  j.gx = (j.n + j.nbw - 1) / j.nbw, j.gy = j.m / j.strip;
-  size_t es = j.f32 ? 4 : 2, packed = (j.n + 15) / 16 * j.k * 16;  // 512 elements a 32-wide K step of 16 channels
+  j.xs = strtoull(argv[5], 0, 10);
+  int threads = atoi(argv[6]), copies = atoi(argv[7]);
+  double seconds = atof(argv[8]);
+  size_t es = j.f32 ? 4 : 2, weight_bytes = (j.n + 15) / 16 * j.k * 16 * es;  // 16-channel blocks, K whole
   char* x = aligned_alloc(64, (j.m * j.xs * es + 63) / 64 * 64);
-  char* p = aligned_alloc(64, (packed * es * copies + 63) / 64 * 64);
+  char* p = aligned_alloc(64, weight_bytes * copies);
   j.y = aligned_alloc(64, (j.m * j.n * 4 + 63) / 64 * 64);
-  for (size_t i = 0; i < j.m * j.xs * es; ++i) x[i] = (char)(i * 7 % 13) & 0x3f;  // small finite values
-  for (size_t i = 0; i < packed * es * copies; ++i) p[i] = (char)(i * 5 % 11) & 0x3f;
+  memset(x, 0x3c, j.m * j.xs * es);  // every page written (0x3c3c: a small finite bf16, 0x3c3c3c3c an f32)
+  memset(p, 0x3c, weight_bytes * copies);
   j.x = x;
   pthread_barrier_init(&j.start, NULL, threads);
   pthread_barrier_init(&j.done, NULL, threads);
   pthread_t* pool = malloc(sizeof(pthread_t) * threads);
   for (int t = 1; t < threads; ++t) pthread_create(&pool[t], NULL, worker, &j);
-  double samples[1000];
-  int count = 0;
-  double begin = now();
-  for (int call = 0; count < 1000 && (call < 3 + 5 || now() - begin < seconds); ++call) {
-    j.p = p + (size_t)(call % copies) * packed * es;
-    atomic_store(&j.next, 0);
-    double t0 = now();
-    pthread_barrier_wait(&j.start);
-    run_workgroups(&j);
-    pthread_barrier_wait(&j.done);
-    if (call >= 3) samples[count++] = now() - t0;  // the first calls warm up
+  for (int a = 9; a < argc; ++a) {
+    if (sscanf(argv[a], "%zu:%zu:%zu", &j.strip, &j.nbw, &j.kc) != 3) return 2;
+    j.gx = (j.n + j.nbw - 1) / j.nbw, j.gy = j.m / j.strip;
+    printf("%.4f\n", median_call_ms(&j, p, weight_bytes, copies, seconds));
+    fflush(stdout);
   }
   atomic_store(&j.stop, 1);
   pthread_barrier_wait(&j.start);
   for (int t = 1; t < threads; ++t) pthread_join(pool[t], NULL);
-  qsort(samples, count, sizeof(double), by_value);
-  printf("%.4f\n", samples[count / 2] * 1e3);
   return 0;
 }

@@ -38,19 +38,25 @@ COLD_BYTES = 1 << 30  # weight copies cycled through: past any L3 here
 HERE = Path(__file__).resolve().parent
 
 
-def _driver(folder: Path) -> Path:
-    """The C driver linked with kiln's kernel objects, built here."""
-    from kiln.targets.llvm_cpu.kernels.build import OBJECT_NAMES, _compiler, kernel_objects
+def _driver(folder: Path, sources: Path | None = None) -> Path:
+    """The C driver linked with kiln's kernel objects, built here: kiln's own, or built from the
+    kiln_gemm*.c and kiln_gemm.h in `sources` (a variant of the kernel) with kiln's flags."""
+    from kiln.targets.llvm_cpu.kernels.build import FLAGS, OBJECT_NAMES, _compiler, kernel_objects
 
-    objects = kernel_objects()
-    binary = folder / "cpu_gemm_rate"
-    sources = [str(objects / name) for name in OBJECT_NAMES if name.startswith("kiln_gemm")]
+    compiler = _compiler()
+    if sources is None:
+        objects = [kernel_objects() / name for name in OBJECT_NAMES if name.startswith("kiln_gemm")]
+    else:
+        objects = [folder / f"{source.stem}.o" for source in sorted(sources.glob("kiln_gemm*.c"))]
+        for source, target in zip(sorted(sources.glob("kiln_gemm*.c")), objects, strict=True):
+            subprocess.run([compiler, *FLAGS, "-c", str(source), "-o", str(target)], check=True)
+    binary = folder / ("cpu_gemm_rate" if sources is None else "cpu_gemm_rate_variant")
     command = [
-        _compiler(),
+        compiler,
         "-O2",
         "-march=native",
         str(HERE / "cpu_gemm_rate.c"),
-        *sources,
+        *map(str, objects),
         "-lpthread",
         "-o",
         str(binary),
@@ -59,22 +65,15 @@ def _driver(folder: Path) -> Path:
     return binary
 
 
-def _kiln_ms(binary: Path, dtype: str, call, threads: int, copies: int, seconds: float) -> float:
-    args = [
-        dtype,
-        call.nb * call.oh * call.ow,
-        call.cin,
-        call.cout,
-        call.xs,
-        call.ow,
-        call.nbw,
-        call.kc,
-        threads,
-        copies,
-        seconds,
-    ]
-    out = subprocess.run([str(binary), *map(str, args)], check=True, capture_output=True, text=True).stdout
-    return float(out.strip())
+def _kiln_ms(binary: Path, dtype: str, calls: list, threads: int, copies: int, seconds: float) -> list[float]:
+    """Milliseconds a call of each tiling of one GEMM (`calls`: geometry.Call of the same M, K, N and rows)."""
+    first = calls[0]
+    shape = [dtype, first.nb * first.oh * first.ow, first.cin, first.cout, first.xs, threads, copies, seconds]
+    tilings = [f"{call.ow}:{call.nbw}:{call.kc}" for call in calls]
+    out = subprocess.run(
+        [str(binary), *map(str, shape), *tilings], check=True, capture_output=True, text=True
+    ).stdout
+    return [float(line) for line in out.split()]
 
 
 def _torch_ms(m: int, k: int, n: int, dtype: str, copies: int, seconds: float) -> float:
@@ -82,7 +81,7 @@ def _torch_ms(m: int, k: int, n: int, dtype: str, copies: int, seconds: float) -
 
     t = torch.bfloat16 if dtype == "bf16" else torch.float32
     a = torch.randn(m, k, dtype=t)
-    weights = [torch.randn(n, k, dtype=t) for _ in range(copies)]
+    weights = [torch.full((n, k), 0.0115, dtype=t) for _ in range(copies)]  # every page written
     samples, call, begin = [], 0, time.perf_counter()
     while call < 8 or time.perf_counter() - begin < seconds:
         start = time.perf_counter()
@@ -122,12 +121,14 @@ def _line(row: dict) -> str:
             "torch cold": row["torch_cold_ms"],
             "kiln hot": row["kiln_hot_ms"],
             "torch hot": row["torch_hot_ms"],
+            "variant": row.get("variant_cold_ms", float("inf")),
         }.items()
     }
     shape = f"{row['m']:5}x{row['k']:5}x{row['n']:5}"
     return (
         f"{row['dtype']:4} {row['model']:13} {shape}  TFLOP/s cold: kiln {rate['kiln']} (best {best}: {rate[best]})"
         f" torch {rate['torch cold']} | hot: kiln {rate['kiln hot']} torch {rate['torch hot']}"
+        + (f" | variant cold {rate['variant']}" if "variant_cold_ms" in row else "")
     )
 
 
@@ -150,6 +151,11 @@ def _line(row: dict) -> str:
 @click.option(
     "--sweep/--no-sweep", default=True, show_default=True, help="Time the neighbouring tilings too."
 )
+@click.option(
+    "--variant",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="A folder with a variant of the kernel's kiln_gemm*.c and kiln_gemm.h: timed cold with kiln's tiling beside kiln's.",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path))
 def main(
     threads: int,
@@ -157,6 +163,7 @@ def main(
     models: tuple[str, ...],
     seconds: float,
     sweep: bool,
+    variant: Path | None,
     output: Path | None,
 ) -> None:
     import torch
@@ -168,6 +175,7 @@ def main(
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         binary = _driver(Path(folder))
+        variant_binary = _driver(Path(folder), variant) if variant else None
         for dtype in dtypes:
             size = 2 if dtype == "bf16" else 4
             for model in models or sorted(MODELS):
@@ -178,12 +186,14 @@ def main(
                         row = {"model": model, "dtype": dtype, "m": m, "k": k, "n": n, "copies": copies}
                         row["torch_cold_ms"] = _torch_ms(m, k, n, dtype, copies, seconds)
                         row["torch_hot_ms"] = _torch_ms(m, k, n, dtype, 1, seconds)
-                        row["kiln_hot_ms"] = _kiln_ms(binary, dtype, default, threads, 1, seconds)
-                        tilings = _tilings(default) if sweep else [("kiln", default)]
-                        row["kiln_cold_ms"] = {
-                            name: _kiln_ms(binary, dtype, call, threads, copies, seconds)
-                            for name, call in tilings
-                        }
+                        (row["kiln_hot_ms"],) = _kiln_ms(binary, dtype, [default], threads, 1, seconds)
+                        tilings = dict(_tilings(default) if sweep else [("kiln", default)])
+                        cold = _kiln_ms(binary, dtype, list(tilings.values()), threads, copies, seconds)
+                        row["kiln_cold_ms"] = dict(zip(tilings, cold, strict=True))
+                        if variant_binary:
+                            (row["variant_cold_ms"],) = _kiln_ms(
+                                variant_binary, dtype, [default], threads, copies, seconds
+                            )
                         rows.append(row)
                         click.echo(_line(row))
     if output:
