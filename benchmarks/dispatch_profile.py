@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import signal
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -46,6 +47,14 @@ ELEMENT_TYPES = {
     torch.int64: "i64",
     torch.int32: "i32",
 }
+
+
+# An illegal instruction in an artifact with kiln's AMX kernel is most often the process's missing AMX
+# permission, which iree-benchmark-module does not ask for.
+SIGILL_HINT = (
+    "\n(an illegal instruction: if the artifact uses kiln's AMX kernel, run this script with LD_PRELOAD of a"
+    " library whose constructor calls arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA); benchmarks/README.md)"
+)
 
 
 def input_flag(tensor: torch.Tensor, path: Path) -> str:
@@ -78,8 +87,9 @@ def profile_on_cpu(
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         if run.returncode:
+            hint = SIGILL_HINT if run.returncode == -signal.SIGILL else ""
             raise RuntimeError(
-                f"iree-benchmark-module failed (exit {run.returncode}): {run.stderr.strip()[-2000:]}"
+                f"iree-benchmark-module failed (exit {run.returncode}): {run.stderr.strip()[-2000:]}{hint}"
             )
         benchmark = json.loads(run.stdout)["benchmarks"][0]
         summary = subprocess.run(
@@ -102,7 +112,9 @@ def profile_on_cpu(
     }
 
 
-def profile_on_cuda(function: Callable[..., object], inputs: tuple[torch.Tensor, ...], seconds: float) -> dict:
+def profile_on_cuda(
+    function: Callable[..., object], inputs: tuple[torch.Tensor, ...], seconds: float
+) -> dict:
     """The same through torch.profiler: kiln's calls of `function` (a module, or one of its functions)
     on the GPU, each kernel's CUPTI time."""
     inputs = tuple(tensor.cuda() for tensor in inputs)
@@ -134,7 +146,9 @@ def profile_on_cuda(function: Callable[..., object], inputs: tuple[torch.Tensor,
             ({"name": name, "count": count, "total_ns": ns} for name, (count, ns) in totals.items()),
             key=lambda group: -group["total_ns"],
         ),
-        "idle_before": sorted(({"name": name, "idle_ns": ns} for name, ns in idle.items()), key=lambda gap: -gap["idle_ns"]),
+        "idle_before": sorted(
+            ({"name": name, "idle_ns": ns} for name, ns in idle.items()), key=lambda gap: -gap["idle_ns"]
+        ),
     }
 
 
@@ -150,14 +164,23 @@ def report(name: str, profile: dict, top: int) -> str:
     gaps = profile.get("idle_before", [])
     if gaps:  # CUDA: where the device waited between dispatches (the host's launches, or a wait on it)
         idle = sum(gap["idle_ns"] for gap in gaps) / calls / 1e6
-        lines.append(f"  idle between dispatches {idle:.3f} ms a call (the first of a call's includes the time between calls); most before:")
-        lines.extend(f"  {gap['idle_ns'] / calls / 1e6:9.3f} ms idle before {gap['name']}" for gap in gaps[:5])
+        lines.append(
+            f"  idle between dispatches {idle:.3f} ms a call (the first of a call's includes the time between calls); most before:"
+        )
+        lines.extend(
+            f"  {gap['idle_ns'] / calls / 1e6:9.3f} ms idle before {gap['name']}" for gap in gaps[:5]
+        )
     return "\n".join(lines)
 
 
 @click.command()
 @click.argument("bundle", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--only", default="*", show_default=True, help="Cases to profile (a glob over case names).")
+@click.option(
+    "--only",
+    "patterns",
+    multiple=True,
+    help="Cases to profile: a glob over case names (repeatable) [default: every case].",
+)
 @click.option("--threads", default=16, show_default=True, help="IREE's CPU worker threads.")
 @click.option("--seconds", default=2.0, show_default=True, help="Benchmark time per case.")
 @click.option("--top", default=12, show_default=True, help="Dispatches printed per case.")
@@ -172,7 +195,7 @@ def report(name: str, profile: dict, top: int) -> str:
 )
 def main(
     bundle: Path,
-    only: str,
+    patterns: tuple[str, ...],
     threads: int,
     seconds: float,
     top: int,
@@ -183,7 +206,10 @@ def main(
     data = Bundle.read(bundle)
     profiles = {}
     for entry in data.entries:
-        if not fnmatch.fnmatch(entry.name, only) or entry.artifact is None:
+        if (
+            not any(fnmatch.fnmatch(entry.name, pattern) for pattern in patterns or ("*",))
+            or entry.artifact is None
+        ):
             continue
         model, inputs = rebuild(entry, ROOT)
         try:
