@@ -41,9 +41,9 @@ HERE = Path(__file__).resolve().parent
 def _driver(folder: Path, sources: Path | None = None) -> Path:
     """The C driver linked with kiln's kernel objects, built here: kiln's own, or built from the
     kiln_gemm*.c and kiln_gemm.h in `sources` (a variant of the kernel) with kiln's flags."""
-    from kiln.targets.llvm_cpu.kernels.build import FLAGS, OBJECT_NAMES, _compiler, kernel_objects
+    from kiln.targets.llvm_cpu.kernels.build import FLAGS, OBJECT_NAMES, c_compiler, kernel_objects
 
-    compiler = _compiler()
+    compiler = c_compiler()
     if sources is None:
         objects = [kernel_objects() / name for name in OBJECT_NAMES if name.startswith("kiln_gemm")]
     else:

@@ -6,8 +6,8 @@ ones made whole from their model files) on this machine:
 - CPU: under IREE's own HAL profiler, `iree-benchmark-module --device_profiling_mode=host-execution`,
   then `iree-profile dispatch` sums each dispatch function's time. Both tools ship in the
   iree-base-runtime wheel. Artifacts with kiln's AMX kernel need the process's AMX permission,
-  which kiln's runtime asks for in-process: run with LD_PRELOAD of a library that asks for it at
-  start (arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)), or those cases fail.
+  which kiln's runtime asks for in-process and iree-benchmark-module does not: the tool runs with
+  `amx_permission.c` preloaded (built here by the C compiler kiln's kernel needs anyway).
 - CUDA: IREE 3.13's CUDA HAL has no profiling ("not implemented"), so the artifact is called
   through kiln's runtime under torch.profiler, whose CUPTI activity sees IREE's kernels too. The
   timeline also says how long the device sat idle before each dispatch: a host that cannot keep up,
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import signal
+import os
 import subprocess
 import tempfile
 from collections.abc import Callable
@@ -36,8 +36,10 @@ from kiln.measure.bundle import Bundle, entry_files, open_entry, rebuild
 from kiln.measure.timing import Settings, measure
 from kiln.runtime.devices import CPU_WORKER_STACK_BYTES
 from kiln.runtime.manifest import PARAMETER_SCOPE
+from kiln.targets.llvm_cpu.kernels.build import c_compiler
 
-ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 TOOLS = Path(iree._runtime_libs.__file__).parent
 TIMING = Settings(warmup=5, iterations=20, budget_s=1.0, inductor=False)
 ELEMENT_TYPES = {
@@ -49,19 +51,22 @@ ELEMENT_TYPES = {
 }
 
 
-# An illegal instruction in an artifact with kiln's AMX kernel is most often the process's missing AMX
-# permission, which iree-benchmark-module does not ask for.
-SIGILL_HINT = (
-    "\n(an illegal instruction: if the artifact uses kiln's AMX kernel, run this script with LD_PRELOAD of a"
-    " library whose constructor calls arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA); benchmarks/README.md)"
-)
-
-
 def input_flag(tensor: torch.Tensor, path: Path) -> str:
     """`--input=8x1024x768xbf16=@x.bin`: raw bytes, so bf16 needs no numpy dtype."""
     tensor.detach().contiguous().cpu().view(torch.uint8).numpy().tofile(path)
     shape = "x".join(str(size) for size in tensor.shape)
     return f"--input={shape}x{ELEMENT_TYPES[tensor.dtype]}=@{path}"
+
+
+def amx_permission(folder: Path) -> Path:
+    """amx_permission.c built into `folder` as a library to preload: iree-benchmark-module does not ask
+    for AMX, which kiln's AMX kernel needs (SIGILL without it)."""
+    library = folder / "amx_permission.so"
+    subprocess.run(
+        [c_compiler(), "-shared", "-fPIC", "-O1", str(HERE / "amx_permission.c"), "-o", str(library)],
+        check=True,
+    )
+    return library
 
 
 def profile_on_cpu(
@@ -84,12 +89,11 @@ def profile_on_cpu(
                 "--device_profiling_mode=host-execution", f"--device_profiling_output={folder / 'p.ireeprof'}",
                 f"--benchmark_min_time={seconds}s", "--benchmark_format=json", *runtime_flags,
             ],
-            capture_output=True, text=True, check=False,
+            capture_output=True, text=True, check=False, env={**os.environ, "LD_PRELOAD": str(amx_permission(folder))},
         )  # fmt: skip
         if run.returncode:
-            hint = SIGILL_HINT if run.returncode == -signal.SIGILL else ""
             raise RuntimeError(
-                f"iree-benchmark-module failed (exit {run.returncode}): {run.stderr.strip()[-2000:]}{hint}"
+                f"iree-benchmark-module failed (exit {run.returncode}): {run.stderr.strip()[-2000:]}"
             )
         benchmark = json.loads(run.stdout)["benchmarks"][0]
         summary = subprocess.run(

@@ -339,6 +339,14 @@ def test_suite_compiles_times_resumes_and_collects(tmp_path):
     assert text.startswith("# Results\n\nhand-written preface\n") and GENERATED in text
     assert text.count("## llvm-cpu on cpu") == 1 and not math.isnan(report.cases[0].timings["kiln"].median_ms)
 
+    # dispatch_profile.py over the same bundle: each --only adds cases (a second one replaced the first)
+    profiles = tmp_path / "profiles.json"
+    script = [sys.executable, str(ROOT / "benchmarks" / "dispatch_profile.py"), str(bundle), "--threads", "1"]
+    only = ["--only", "tiny-f32-*", "--only", "tiny-bf16-*", "--seconds", "0.05", "-o", str(profiles)]
+    profiled = subprocess.run([*script, *only], capture_output=True, text=True, timeout=300)
+    assert profiled.returncode == 0, profiled.stderr
+    assert sorted(json.loads(profiles.read_text())) == ["tiny-bf16-small", "tiny-f32-small"], profiled.stderr
+
     # A case stuck where Python cannot interrupt it (a load, a device call) is recorded and the run
     # stops; a stuck rebuild stands in for it here, in a process of its own (the watchdog ends it).
     model_file = tmp_path / "models" / "tiny.py"

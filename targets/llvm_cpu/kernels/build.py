@@ -53,7 +53,7 @@ def kernel_objects() -> Path:
     they cannot be built."""
     if platform.machine() not in ("x86_64", "AMD64"):
         raise Unavailable(f"kiln's CPU kernels are built by the host's C compiler for x86-64; this host is {platform.machine()}")
-    compiler = _compiler()
+    compiler = c_compiler()
     version = _version_line(compiler)
     digest = hashlib.sha256()
     for source in (*SOURCES, *HEADERS):
@@ -86,7 +86,7 @@ def _build(compiler: str, source: Path, target: Path) -> None:
         Path(temporary).unlink(missing_ok=True)
 
 
-def _compiler() -> str:
+def c_compiler() -> str:
     """$CC, else the first of cc, gcc, clang on the PATH."""
     for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
         if name and shutil.which(name):
