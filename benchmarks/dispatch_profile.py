@@ -75,9 +75,11 @@ def profile_on_cpu(
     inputs: tuple[torch.Tensor, ...],
     threads: int,
     seconds: float,
+    preload: Path,
     runtime_flags: tuple[str, ...] = (),
 ) -> dict:
-    """Per dispatch function: calls and total ns over a benchmark run of `seconds`, and the call count."""
+    """Per dispatch function: calls and total ns over a benchmark run of `seconds`, and the call count;
+    `preload`: amx_permission's library."""
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         flags = [input_flag(tensor, folder / f"input{index}.bin") for index, tensor in enumerate(inputs)]
@@ -89,7 +91,7 @@ def profile_on_cpu(
                 "--device_profiling_mode=host-execution", f"--device_profiling_output={folder / 'p.ireeprof'}",
                 f"--benchmark_min_time={seconds}s", "--benchmark_format=json", *runtime_flags,
             ],
-            capture_output=True, text=True, check=False, env={**os.environ, "LD_PRELOAD": str(amx_permission(folder))},
+            capture_output=True, text=True, check=False, env={**os.environ, "LD_PRELOAD": str(preload)},
         )  # fmt: skip
         if run.returncode:
             raise RuntimeError(
@@ -209,27 +211,29 @@ def main(
     """Profile each case of BUNDLE dispatch by dispatch on this machine's device."""
     data = Bundle.read(bundle)
     profiles = {}
-    for entry in data.entries:
-        if (
-            not any(fnmatch.fnmatch(entry.name, pattern) for pattern in patterns or ("*",))
-            or entry.artifact is None
-        ):
-            continue
-        model, inputs = rebuild(entry, ROOT)
-        try:
-            if data.driver == "cuda":
-                profiles[entry.name] = profile_on_cuda(
-                    open_entry(bundle, entry, None, model), inputs, seconds
-                )
-            else:
-                vmfb, parameters = entry_files(bundle, entry, model)
-                profiles[entry.name] = profile_on_cpu(
-                    vmfb, parameters, inputs, threads, seconds, runtime_flags
-                )
-        except RuntimeError as exc:
-            click.echo(f"{entry.name}: {exc}", err=True)
-            continue
-        click.echo(report(entry.name, profiles[entry.name], top))
+    with tempfile.TemporaryDirectory() as scratch:
+        preload = amx_permission(Path(scratch)) if data.driver != "cuda" else None
+        for entry in data.entries:
+            if (
+                not any(fnmatch.fnmatch(entry.name, pattern) for pattern in patterns or ("*",))
+                or entry.artifact is None
+            ):
+                continue
+            model, inputs = rebuild(entry, ROOT)
+            try:
+                if data.driver == "cuda":
+                    profiles[entry.name] = profile_on_cuda(
+                        open_entry(bundle, entry, None, model), inputs, seconds
+                    )
+                else:
+                    vmfb, parameters = entry_files(bundle, entry, model)
+                    profiles[entry.name] = profile_on_cpu(
+                        vmfb, parameters, inputs, threads, seconds, preload, runtime_flags
+                    )
+            except RuntimeError as exc:
+                click.echo(f"{entry.name}: {exc}", err=True)
+                continue
+            click.echo(report(entry.name, profiles[entry.name], top))
     if output is not None:
         output.write_text(json.dumps(profiles, indent=1) + "\n")
 
