@@ -16,6 +16,9 @@ ones made whole from their model files) on this machine:
     python benchmarks/dispatch_profile.py .device-carry/bench-cpu --only 'gpt2_block-*-large' --threads 16
 
 prints, per case, the dispatches by total time (ms per call and share), and with `-o` writes them as JSON.
+On the CPU it also prints the sites, each dispatch function at each grid: kiln's one kernel function serves
+every contraction, and its sites, labelled from the manifest, give each contraction's rate (TFLOP/s)
+and how busy IREE kept the workers (their time in workgroups over the dispatch's time).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 import os
 import subprocess
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -98,16 +102,20 @@ def profile_on_cpu(
                 f"iree-benchmark-module failed (exit {run.returncode}): {run.stderr.strip()[-2000:]}"
             )
         benchmark = json.loads(run.stdout)["benchmarks"][0]
-        summary = subprocess.run(
-            [str(TOOLS / "iree-profile"), "dispatch", "--format=jsonl", str(folder / "p.ireeprof")],
-            capture_output=True, text=True, check=True,
+        summary, events = (
+            subprocess.run(
+                [str(TOOLS / "iree-profile"), "dispatch", *extra, "--format=jsonl", str(folder / "p.ireeprof")],
+                capture_output=True, text=True, check=True,
+            ).stdout.splitlines()
+            for extra in ([], ["--dispatch_events"])
         )  # fmt: skip
-    groups = [json.loads(line) for line in summary.stdout.splitlines()]
+    groups = [json.loads(line) for line in summary]
     groups = [group for group in groups if group["type"] in ("host_dispatch_group", "dispatch_group")]
     return {  # the profile holds the warm-up calls too: every dispatch runs at least once a call
         "calls": min((group["count"] for group in groups), default=1),
         "workgroups": {group["key"]: group.get("last_workgroup_count") for group in groups},
         "call_ms": benchmark["real_time"] / 1e6 if benchmark["time_unit"] == "ns" else benchmark["real_time"],
+        "sites": sites([json.loads(line) for line in events], threads),
         "dispatches": sorted(
             (
                 {"name": group["key"], "count": group["count"], "total_ns": group["total_ns"]}
@@ -116,6 +124,29 @@ def profile_on_cpu(
             key=lambda group: -group["total_ns"],
         ),
     }
+
+
+def sites(events: list[dict], threads: int) -> list[dict]:
+    """Dispatch events grouped by function and workgroup count (one kernel function serves every
+    contraction of a model; its grid tells them apart), with how busy the workers were: the time
+    spent in workgroups over the dispatch's time on `threads` workers (low: workers waited, on an
+    uneven or too short grid)."""
+    grouped: dict[tuple[str, tuple[int, ...]], dict] = {}
+    for event in events:
+        if event.get("type") not in ("host_dispatch_event", "dispatch_event") or not event.get("valid", True):
+            continue
+        key = (event["key"], tuple(event["workgroup_count"]))
+        site = grouped.setdefault(
+            key, {"name": key[0], "workgroups": list(key[1]), "count": 0, "total_ns": 0, "busy_ns": 0}
+        )
+        site["count"] += 1
+        site["total_ns"] += event["duration_ns"]
+        site["busy_ns"] += event.get("tile_duration_sum_ns", 0)
+    for site in grouped.values():
+        site["busy"] = (
+            site["busy_ns"] / (site["total_ns"] * threads) if site["total_ns"] and threads else None
+        )
+    return sorted(grouped.values(), key=lambda site: -site["total_ns"])
 
 
 def profile_on_cuda(
@@ -158,7 +189,9 @@ def profile_on_cuda(
     }
 
 
-def report(name: str, profile: dict, top: int) -> str:
+def report(name: str, profile: dict, top: int, kernels: list[dict] = ()) -> str:
+    """The dispatch functions by time; on the CPU also the sites (function and grid), where a site of
+    kiln's kernel gets its contractions and their rate from the manifest's `kernels`."""
     calls = profile["calls"]
     total = sum(group["total_ns"] for group in profile["dispatches"]) or 1
     lines = [f"{name}: {profile['call_ms']:.3f} ms a call, dispatches {total / calls / 1e6:.3f} ms"]
@@ -167,6 +200,23 @@ def report(name: str, profile: dict, top: int) -> str:
         lines.append(
             f"  {per_call:9.3f} ms {group['total_ns'] / total:6.1%} x{group['count'] // calls:<3} {group['name']}"
         )
+    if profile.get("sites"):
+        lines.append("  by site (function, workgroups; busy: the workers' time in workgroups):")
+    for site in profile.get("sites", [])[:top]:
+        per_call = site["total_ns"] / calls / 1e6
+        busy = f"busy {site['busy']:4.0%}" if site["busy"] is not None else ""
+        line = f"  {per_call:9.3f} ms {site['total_ns'] / total:6.1%} x{site['count'] // calls:<3} {site['name']} {site['workgroups']} {busy}"
+        served = [
+            kernel for kernel in kernels
+            if kernel.get("kernel", "").endswith(f"::{site['name']}") and kernel.get("grid") == site["workgroups"][:2]
+        ]  # fmt: skip
+        # Contractions of one grid can differ (Llama's 2048 -> 2048 and 8192 -> 2048 at 64 channels).
+        if served:
+            gflop = sum(kernel["gflop"] for kernel in served)
+            counts = Counter(kernel["contraction"] for kernel in served)
+            line += " | " + ", ".join(f"{count} x {contraction}" for contraction, count in counts.items())
+            line += f": {gflop / per_call:.2f} TFLOP/s"
+        lines.append(line)
     gaps = profile.get("idle_before", [])
     if gaps:  # CUDA: where the device waited between dispatches (the host's launches, or a wait on it)
         idle = sum(gap["idle_ns"] for gap in gaps) / calls / 1e6
@@ -233,7 +283,8 @@ def main(
             except RuntimeError as exc:
                 click.echo(f"{entry.name}: {exc}", err=True)
                 continue
-            click.echo(report(entry.name, profiles[entry.name], top))
+            manifest = json.loads((bundle / f"{entry.name}.json").read_text())
+            click.echo(report(entry.name, profiles[entry.name], top, manifest.get("kernels", [])))
     if output is not None:
         output.write_text(json.dumps(profiles, indent=1) + "\n")
 

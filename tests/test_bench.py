@@ -346,6 +346,15 @@ def test_suite_compiles_times_resumes_and_collects(tmp_path):
     profiled = subprocess.run([*script, *only], capture_output=True, text=True, timeout=300)
     assert profiled.returncode == 0, profiled.stderr
     assert sorted(json.loads(profiles.read_text())) == ["tiny-bf16-small", "tiny-f32-small"], profiled.stderr
+    # Sites (function and grid) partition the same dispatches, and kiln's kernel sites are labelled with
+    # their contractions and rate from the manifest.
+    for name, case in json.loads(profiles.read_text()).items():
+        assert sum(site["total_ns"] for site in case["sites"]) == sum(group["total_ns"] for group in case["dispatches"])
+        assert {site["name"] for site in case["sites"]} == {group["name"] for group in case["dispatches"]}
+        assert all(0 < site["busy"] <= 1.05 for site in case["sites"] if site["total_ns"] > 0)
+        for kernel in json.loads((bundle / f"{name}.json").read_text())["kernels"]:
+            if kernel.get("grid"):
+                assert f"1 x {kernel['contraction']}: " in profiled.stdout, profiled.stdout
 
     # A case stuck where Python cannot interrupt it (a load, a device call) is recorded and the run
     # stops; a stuck rebuild stands in for it here, in a process of its own (the watchdog ends it).
