@@ -18,7 +18,9 @@ ones made whole from their model files) on this machine:
 prints, per case, the dispatches by total time (ms per call and share), and with `-o` writes them as JSON.
 On the CPU it also prints the sites, each dispatch function at each grid: kiln's one kernel function serves
 every contraction, and its sites, labelled from the manifest, give each contraction's rate (TFLOP/s)
-and how busy IREE kept the workers (their time in workgroups over the dispatch's time).
+and how busy IREE kept the workers (their time in workgroups over the dispatch's time). `--also-with FLAG`
+profiles each case again with an iree-benchmark-module flag added (a runtime setting against the default,
+on the same files in the same session).
 """
 
 from __future__ import annotations
@@ -29,14 +31,14 @@ import os
 import subprocess
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
 import iree._runtime_libs
 import torch
 
-from kiln.measure.bundle import Bundle, entry_files, open_entry, rebuild
+from kiln.measure.bundle import Bundle, Entry, entry_files, open_entry, rebuild
 from kiln.measure.timing import Settings, measure
 from kiln.runtime.devices import CPU_WORKER_STACK_BYTES
 from kiln.runtime.manifest import PARAMETER_SCOPE
@@ -229,6 +231,29 @@ def report(name: str, profile: dict, top: int, kernels: list[dict] = ()) -> str:
     return "\n".join(lines)
 
 
+def case_profiles(
+    bundle: Path,
+    driver: str,
+    entry: Entry,
+    threads: int,
+    seconds: float,
+    preload: Path | None,
+    runtime_flags: tuple[str, ...],
+    variants: tuple[str, ...],
+) -> Iterator[tuple[str, dict]]:
+    """(name, profile) of one case, rebuilt once: on CUDA one profile; on the CPU one as it is and one
+    per variant flag ("case [flag]"), so that a runtime setting is compared on the same files."""
+    model, inputs = rebuild(entry, ROOT)
+    if driver == "cuda":
+        yield entry.name, profile_on_cuda(open_entry(bundle, entry, None, model), inputs, seconds)
+        return
+    vmfb, parameters = entry_files(bundle, entry, model)
+    for variant in ((), *((flag,) for flag in variants)):
+        flags = (*runtime_flags, *variant)
+        name = f"{entry.name} [{variant[0]}]" if variant else entry.name
+        yield name, profile_on_cpu(vmfb, parameters, inputs, threads, seconds, preload, flags)
+
+
 @click.command()
 @click.argument("bundle", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
@@ -247,6 +272,13 @@ def report(name: str, profile: dict, top: int, kernels: list[dict] = ()) -> str:
     help="CPU: an extra iree-benchmark-module flag (repeatable).",
 )
 @click.option(
+    "--also-with",
+    "variants",
+    multiple=True,
+    help="CPU: profile each case again with this iree-benchmark-module flag added, e.g. "
+    "--also-with=--task_worker_spin_us=2000 (repeatable; one profile each, the case rebuilt once).",
+)
+@click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the profiles as JSON."
 )
 def main(
@@ -256,10 +288,13 @@ def main(
     seconds: float,
     top: int,
     runtime_flags: tuple[str, ...],
+    variants: tuple[str, ...],
     output: Path | None,
 ) -> None:
     """Profile each case of BUNDLE dispatch by dispatch on this machine's device."""
     data = Bundle.read(bundle)
+    if variants and data.driver == "cuda":
+        raise click.UsageError("--also-with takes iree-benchmark-module flags: CPU bundles only")
     profiles = {}
     with tempfile.TemporaryDirectory() as scratch:
         preload = amx_permission(Path(scratch)) if data.driver != "cuda" else None
@@ -269,22 +304,15 @@ def main(
                 or entry.artifact is None
             ):
                 continue
-            model, inputs = rebuild(entry, ROOT)
+            kernels = json.loads((bundle / f"{entry.name}.json").read_text()).get("kernels", [])
             try:
-                if data.driver == "cuda":
-                    profiles[entry.name] = profile_on_cuda(
-                        open_entry(bundle, entry, None, model), inputs, seconds
-                    )
-                else:
-                    vmfb, parameters = entry_files(bundle, entry, model)
-                    profiles[entry.name] = profile_on_cpu(
-                        vmfb, parameters, inputs, threads, seconds, preload, runtime_flags
-                    )
+                for name, profile in case_profiles(
+                    bundle, data.driver, entry, threads, seconds, preload, runtime_flags, variants
+                ):
+                    profiles[name] = profile
+                    click.echo(report(name, profile, top, kernels))
             except RuntimeError as exc:
                 click.echo(f"{entry.name}: {exc}", err=True)
-                continue
-            manifest = json.loads((bundle / f"{entry.name}.json").read_text())
-            click.echo(report(entry.name, profiles[entry.name], top, manifest.get("kernels", [])))
     if output is not None:
         output.write_text(json.dumps(profiles, indent=1) + "\n")
 

@@ -339,20 +339,24 @@ def test_suite_compiles_times_resumes_and_collects(tmp_path):
     assert text.startswith("# Results\n\nhand-written preface\n") and GENERATED in text
     assert text.count("## llvm-cpu on cpu") == 1 and not math.isnan(report.cases[0].timings["kiln"].median_ms)
 
-    # dispatch_profile.py over the same bundle: each --only adds cases (a second one replaced the first)
+    # dispatch_profile.py over the same bundle: each --only adds cases (a second one replaced the first),
+    # and --also-with profiles each case again with a runtime flag added
     profiles = tmp_path / "profiles.json"
     script = [sys.executable, str(ROOT / "benchmarks" / "dispatch_profile.py"), str(bundle), "--threads", "1"]
     only = ["--only", "tiny-f32-*", "--only", "tiny-bf16-*", "--seconds", "0.05", "-o", str(profiles)]
-    profiled = subprocess.run([*script, *only], capture_output=True, text=True, timeout=300)
+    spin = "--task_worker_spin_us=100"
+    profiled = subprocess.run([*script, *only, f"--also-with={spin}"], capture_output=True, text=True, timeout=300)
     assert profiled.returncode == 0, profiled.stderr
-    assert sorted(json.loads(profiles.read_text())) == ["tiny-bf16-small", "tiny-f32-small"], profiled.stderr
+    assert sorted(json.loads(profiles.read_text())) == [
+        "tiny-bf16-small", f"tiny-bf16-small [{spin}]", "tiny-f32-small", f"tiny-f32-small [{spin}]"
+    ], profiled.stderr  # fmt: skip
     # Sites (function and grid) partition the same dispatches, and kiln's kernel sites are labelled with
     # their contractions and rate from the manifest.
     for name, case in json.loads(profiles.read_text()).items():
         assert sum(site["total_ns"] for site in case["sites"]) == sum(group["total_ns"] for group in case["dispatches"])
         assert {site["name"] for site in case["sites"]} == {group["name"] for group in case["dispatches"]}
         assert all(0 < site["busy"] <= 1.05 for site in case["sites"] if site["total_ns"] > 0)
-        for kernel in json.loads((bundle / f"{name}.json").read_text())["kernels"]:
+        for kernel in json.loads((bundle / f"{name.split(' [')[0]}.json").read_text())["kernels"]:
             if kernel.get("grid"):
                 assert f"1 x {kernel['contraction']}: " in profiled.stdout, profiled.stdout
 
