@@ -43,7 +43,8 @@ import torch
 
 from kiln.cli.options import TimingChoice, target_options, timing_options
 from kiln.errors import KilnError
-from kiln.measure.results import Report, merge_reports, report_markdown
+from kiln.measure.bundle import Bundle, entry_digest
+from kiln.measure.results import Held, Report, merge_reports, report_markdown
 from kiln.measure.suite import collect, compare_bundles, time_cases
 from kiln.passes import parse_pipeline
 
@@ -226,25 +227,53 @@ def ab_command(bundles: tuple[Path, ...], only: tuple[str, ...], timing: TimingC
 
 @suite.command("merge")
 @click.argument("parts", nargs=-1, required=True, type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option(
+    "--same-as",
+    "held",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    help="A bundle: merge parts timed from kiln at different revisions when every case's artifact is "
+    "this bundle's, byte for byte (the merged run is the bundle's revision).",
+)
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="The merged results file (.json; its .md beside it).")
-def merge_command(parts: tuple[Path, ...], output: Path) -> None:
+def merge_command(parts: tuple[Path, ...], held: Path | None, output: Path) -> None:
     """Merge the results files of one run's PARTS into one: shards timed side by side on a host's
     GPUs, or the calls a device's time limit cut a run into.
+
+    Each timed case records its artifact's SHA-256; a part timed before that may carry them in
+    `<part>.sha256.json` beside it ({"artifacts": {case: sha256}}).
 
     \b
     Example, two shards of one bundle on a two-GPU host, 16 cores each:
       CUDA_VISIBLE_DEVICES=0 taskset -c 0-15 python benchmarks/suite.py time B --only 'a*' --threads 16 -o p0.json &
       CUDA_VISIBLE_DEVICES=1 taskset -c 16-31 python benchmarks/suite.py time B --only 'b*' --threads 16 -o p1.json &
       wait; python benchmarks/suite.py merge p0.json p1.json -o results/real-cuda-h200.json
+    Parts timed at older revisions whose artifacts a bundle compiled now still has:
+      python benchmarks/suite.py merge old.json new.json --same-as .device-carry/now -o results/real-cuda-h200.json
     """
     try:
-        report = merge_reports([Report.from_json(part.read_text()) for part in parts])
+        reports = [_with_sidecar_digests(Report.from_json(part.read_text()), part) for part in parts]
+        report = merge_reports(reports, _held(held) if held else None)
     except ValueError as exc:  # a file that is no results file, or parts of different runs
         raise click.ClickException(str(exc)) from exc
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(report.to_json())
     output.with_suffix(".md").write_text(report_markdown(report))
     click.echo(f"wrote {output} ({len(report.cases)} cases from {len(parts)} parts)")
+
+
+def _with_sidecar_digests(report: Report, path: Path) -> Report:
+    """`report` with its cases' artifact digests from `<path>.sha256.json` where it recorded none."""
+    sidecar = path.with_suffix(".sha256.json")
+    if not sidecar.is_file():
+        return report
+    digests = json.loads(sidecar.read_text())["artifacts"]
+    return report.with_cases(replace(case, artifact=case.artifact or digests.get(case.name)) for case in report.cases)
+
+
+def _held(folder: Path) -> Held:
+    data = Bundle.read(folder)
+    digests = {entry.name: digest for entry in data.entries if (digest := entry_digest(folder, entry))}
+    return Held(data.settings.get("kiln_source", "unknown"), digests)
 
 
 @suite.command("collect")

@@ -19,6 +19,7 @@ Nothing here imports the compiler.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import runpy
 from dataclasses import asdict, dataclass, field, replace
@@ -162,6 +163,17 @@ def open_entry(
     """Load the entry's artifact onto `device`, its files made whole first (`entry_files`)."""
     path, parameters = entry_files(folder, entry, model)
     return LoadedModule(path, Manifest.from_json(manifest_path(path).read_text()), device, parameters)
+
+
+def entry_digest(folder: Path, entry: Entry) -> str | None:
+    """The SHA-256 of the entry's whole artifact (a thin one's recipe keeps it), or None without one:
+    what a timing records, so that a case timed from one bundle can be shown to be the same bytes as
+    another bundle's, compiled at another revision."""
+    if entry.artifact is None:
+        return None
+    if entry.thin is not None:
+        return entry.thin["sha256"]
+    return hashlib.sha256((folder / entry.artifact).read_bytes()).hexdigest()
 
 
 def entry_files(folder: Path, entry: Entry, model: torch.nn.Module | None = None) -> tuple[Path, Path | None]:

@@ -75,6 +75,7 @@ class CaseResult:
     timings: dict[str, Timing] = field(default_factory=dict)
     numerics: Numerics | None = None
     error: str | None = None  # why a contender is missing, e.g. "kiln compile failed: ..."
+    artifact: str | None = None  # SHA-256 of the artifact timed (bundle.entry_digest); None before 2026-12
 
     def ratio(self, other: str, kiln: str = "kiln") -> float | None:
         """kiln's median time over `other`'s; None when either was not timed."""
@@ -133,12 +134,22 @@ class Summary:
     left_out: int  # cases with an error or failed numerics
 
 
-def merge_reports(parts: Sequence[Report]) -> Report:
+@dataclass(frozen=True)
+class Held:
+    """The bundle a merge checks its parts' cases against: each case's artifact must be the same bytes
+    as this bundle's (SHA-256 by case name), compiled from kiln at `source`. Parts timed from kiln at
+    other revisions then count as timings of `source`'s artifacts."""
+
+    source: str
+    digests: dict[str, str]
+
+
+def merge_reports(parts: Sequence[Report], held: Held | None = None) -> Report:
     """One run from the reports of its parts: the shards of a run timed side by side on a host's
     GPUs, or the calls a device's time limit cut it into. The parts must have timed one kiln source
-    with one set of versions on one kind of device; a case timed twice is an error, not a choice.
-    Each part's command and start stay in `settings["parts"]`; the others' share of the CPUs is the
-    largest of any part's."""
+    with one set of versions on one kind of device, or, with `held`, artifacts byte-identical to
+    `held`'s, wherever compiled; a case timed twice is an error, not a choice. Each part's command
+    and start stay in `settings["parts"]`; the others' share of the CPUs is the largest of any part's."""
     if not parts:
         raise ValueError("no reports to merge")
     first = parts[0]
@@ -146,9 +157,15 @@ def merge_reports(parts: Sequence[Report]) -> Report:
         for what in ("target", "device", "versions"):
             if getattr(part, what) != getattr(first, what):
                 raise ValueError(f"the parts differ in {what}: {getattr(first, what)} and {getattr(part, what)}")
-        if part.settings.get("kiln_source") != first.settings.get("kiln_source"):
-            raise ValueError(f"the parts timed different kiln sources: {first.settings.get('kiln_source')} and {part.settings.get('kiln_source')}")
+    sources = list(dict.fromkeys(part.settings.get("kiln_source") for part in parts))
+    if len(sources) > 1 and held is None:
+        raise ValueError(
+            f"the parts timed different kiln sources: {', '.join(map(str, sources))} (a bundle whose "
+            "artifacts are the same bytes as every part's lets them merge)"
+        )
     cases = [case for part in parts for case in part.cases]
+    if held is not None:
+        _check_held(cases, held)
     twice = sorted(name for name, count in Counter(case.name for case in cases).items() if count > 1)
     if twice:
         raise ValueError(f"cases timed in more than one part: {', '.join(twice)}")
@@ -163,12 +180,26 @@ def merge_reports(parts: Sequence[Report]) -> Report:
         versions=first.versions,
         settings={
             **first.settings,
+            **({"kiln_source": held.source, "timed_sources": sources} if held is not None else {}),
             **({"compile_command": " ; ".join(compiled)} if compiled else {}),
             "parts": [{"created": part.created, "command": part.command, "cases": len(part.cases)} for part in parts],
         },
         cases=tuple(cases),
         overhead=next((part.overhead for part in parts if part.overhead), {}),
     )
+
+
+def _check_held(cases: Sequence[CaseResult], held: Held) -> None:
+    """Every timed case's artifact is the held bundle's, byte for byte; a case without an artifact
+    (its compile failed) must have none there either."""
+    wrong = []
+    for case in cases:
+        expected = held.digests.get(case.name)
+        if case.artifact != expected:
+            recorded = case.artifact[:12] if case.artifact else "no digest recorded"
+            wrong.append(f"{case.name} ({recorded}, the bundle's {expected[:12] if expected else 'none'})")
+    if wrong:
+        raise ValueError(f"not the same bytes as the bundle's artifacts: {', '.join(wrong)}")
 
 
 def geomean(values: Sequence[float]) -> float | None:

@@ -31,7 +31,7 @@ from kiln.runtime.module import LoadedModule, load
 from kiln.runtime.tensors import describe_inputs
 
 from .bench import bench, compare_artifacts
-from .bundle import Bundle, Entry, open_entry, rebuild
+from .bundle import Bundle, Entry, entry_digest, open_entry, rebuild
 from .overhead import call_overhead
 from .results import SCHEMA, CaseResult, Report, Timing, report_markdown
 from .timing import (
@@ -180,7 +180,10 @@ def time_entry(entry: Entry, bundle: Path, device: str | None, settings: Setting
     """One case of the bundle: its model and inputs rebuilt from the model file, its artifact loaded,
     checked and timed; a failure is the result's error, not an exception."""
     labels = entry.labels
-    result = CaseResult(entry.name, labels["model"], labels["dtype"], labels["batch"], "", error=entry.error)
+    result = CaseResult(
+        entry.name, labels["model"], labels["dtype"], labels["batch"], "", error=entry.error,
+        artifact=entry_digest(bundle, entry),
+    )  # fmt: skip
     if entry.error is not None or entry.artifact is None:
         return result
     try:

@@ -8,6 +8,7 @@ line, is run as a script.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import subprocess
@@ -27,6 +28,7 @@ from kiln.measure.contractions import shape_of
 from kiln.measure.results import (
     SCHEMA,
     CaseResult,
+    Held,
     Numerics,
     Report,
     Timing,
@@ -231,8 +233,24 @@ def test_merged_report_is_one_run_of_its_parts():
     assert merged.settings["compile_command"] == "compile a-f32-small ; compile b-f32-small"
     assert [p["cases"] for p in merged.settings["parts"]] == [2, 1]
     assert Report.from_json(merged.to_json()) == merged
-    with pytest.raises(ValueError, match="different kiln sources: abc123 and def456"):
-        merge_reports([first, part("2026-01-01T00:00:00Z", "x", 0.0, "b-f32-small", source="def456")])
+    later = part("2026-01-01T00:00:00Z", "x", 0.0, "b-f32-small", source="def456")
+    with pytest.raises(ValueError, match="different kiln sources: abc123, def456"):
+        merge_reports([first, later])
+    # Parts timed at different revisions merge when every artifact is a bundle's, byte for byte.
+    digests = {"a-f32-small": "1" * 64, "a-f32-large": "2" * 64, "b-f32-small": "3" * 64}
+    held = Held("ghi789", digests)
+
+    def recorded(report):
+        return report.with_cases(replace(c, artifact=digests[c.name]) for c in report.cases)
+
+    both = merge_reports([recorded(first), recorded(later)], held)
+    assert both.settings["kiln_source"] == "ghi789" and both.settings["timed_sources"] == ["abc123", "def456"]
+    assert Report.from_json(both.to_json()) == both  # the digests survive JSON
+    with pytest.raises(ValueError, match=r"not the same bytes as the bundle's artifacts: b-f32-small \(no digest recorded"):
+        merge_reports([recorded(first), later], held)
+    changed = later.with_cases(replace(c, artifact="4" * 64) for c in later.cases)
+    with pytest.raises(ValueError, match=r"b-f32-small \(444444444444, the bundle's 333333333333\)"):
+        merge_reports([recorded(first), changed], held)
     with pytest.raises(ValueError, match="more than one part: a-f32-small"):
         merge_reports([first, part("2026-01-01T00:00:00Z", "x", 0.0, "a-f32-small")])
     with pytest.raises(ValueError, match="differ in device"):
@@ -426,6 +444,21 @@ def test_suite_script_runs_the_library(tmp_path):
     merged = suite("merge", output, other, "-o", tmp_path / "merged" / "tiny.json")
     assert merged.returncode == 0 and "(2 cases from 2 parts)" in merged.stdout, merged.stderr
     assert "tiny-f32-large" in (tmp_path / "merged" / "tiny.md").read_text()
+    # A case records the digest of the artifact it timed; `merge --same-as BUNDLE` takes a part timed at
+    # another revision when its artifacts are the bundle's, with digests from a sidecar for old parts.
+    bundle_source = json.loads((tmp_path / "bundle" / "bundle.json").read_text())["settings"]["kiln_source"]
+    digest = report.cases[0].artifact
+    (entry,) = [e for e in json.loads((tmp_path / "bundle" / "bundle.json").read_text())["entries"] if e["name"] == "tiny-f32-small"]
+    assert digest == hashlib.sha256((tmp_path / "bundle" / entry["artifact"]).read_bytes()).hexdigest()
+    old = tmp_path / "old.json"
+    old_settings = {**report.settings, "kiln_source": "0ld"}
+    old.write_text(replace(report, settings=old_settings).with_cases([replace(c, artifact=None) for c in report.cases]).to_json())
+    for sidecar, ok in ((digest, True), ("f" * 64, False)):
+        old.with_suffix(".sha256.json").write_text(json.dumps({"artifacts": {"tiny-f32-small": sidecar}}))
+        held = suite("merge", old, "--same-as", tmp_path / "bundle", "-o", tmp_path / "held.json")
+        assert (held.returncode == 0) == ok, held.stderr
+    assert "Error: not the same bytes as the bundle's artifacts: tiny-f32-small (ffffffffffff" in held.stderr
+    assert Report.from_json((tmp_path / "held.json").read_text()).settings["kiln_source"] == bundle_source
     again = suite("merge", output, output, "-o", tmp_path / "twice.json")
     assert again.returncode == 1 and "Error: cases timed in more than one part: tiny-f32-small" in again.stderr
     assert "Traceback" not in again.stderr and not (tmp_path / "twice.json").exists()
