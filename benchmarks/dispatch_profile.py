@@ -31,7 +31,7 @@ import os
 import subprocess
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import click
@@ -191,7 +191,7 @@ def profile_on_cuda(
     }
 
 
-def report(name: str, profile: dict, top: int, kernels: list[dict] = ()) -> str:
+def report(name: str, profile: dict, top: int, kernels: Sequence[dict] = ()) -> str:
     """The dispatch functions by time; on the CPU also the sites (function and grid), where a site of
     kiln's kernel gets its contractions and their rate from the manifest's `kernels`."""
     calls = profile["calls"]
