@@ -230,12 +230,14 @@ def ab_command(bundles: tuple[Path, ...], only: tuple[str, ...], timing: TimingC
 @click.option(
     "--same-as",
     "held",
+    multiple=True,
     type=click.Path(path_type=Path, exists=True, file_okay=False),
     help="A bundle: merge parts timed from kiln at different revisions when every case's artifact is "
-    "this bundle's, byte for byte (the merged run is the bundle's revision).",
+    "this bundle's, byte for byte (the merged run is the bundle's revision). Repeatable: bundles of "
+    "one revision compiled apart (a model that needs other packages on the path).",
 )
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="The merged results file (.json; its .md beside it).")
-def merge_command(parts: tuple[Path, ...], held: Path | None, output: Path) -> None:
+def merge_command(parts: tuple[Path, ...], held: tuple[Path, ...], output: Path) -> None:
     """Merge the results files of one run's PARTS into one: shards timed side by side on a host's
     GPUs, or the calls a device's time limit cut a run into.
 
@@ -253,6 +255,8 @@ def merge_command(parts: tuple[Path, ...], held: Path | None, output: Path) -> N
     try:
         reports = [_with_sidecar_digests(Report.from_json(part.read_text()), part) for part in parts]
         report = merge_reports(reports, _held(held) if held else None)
+    except KilnError as exc:  # a folder that is no bundle
+        raise click.ClickException(exc.message) from exc
     except ValueError as exc:  # a file that is no results file, or parts of different runs
         raise click.ClickException(str(exc)) from exc
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -270,10 +274,19 @@ def _with_sidecar_digests(report: Report, path: Path) -> Report:
     return report.with_cases(replace(case, artifact=case.artifact or digests.get(case.name)) for case in report.cases)
 
 
-def _held(folder: Path) -> Held:
-    data = Bundle.read(folder)
-    digests = {entry.name: digest for entry in data.entries if (digest := entry_digest(folder, entry))}
-    return Held(data.settings.get("kiln_source", "unknown"), digests)
+def _held(folders: tuple[Path, ...]) -> Held:
+    """The digests of one revision's bundles, by case."""
+    bundles = {folder: Bundle.read(folder) for folder in folders}
+    sources = sorted({data.settings.get("kiln_source", "unknown") for data in bundles.values()})
+    if len(sources) > 1:
+        raise ValueError(f"the --same-as bundles were compiled from different kiln sources: {', '.join(sources)}")
+    digests = {
+        entry.name: digest
+        for folder, data in bundles.items()
+        for entry in data.entries
+        if (digest := entry_digest(folder, entry))
+    }
+    return Held(sources[0], digests)
 
 
 @suite.command("collect")

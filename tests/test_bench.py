@@ -459,6 +459,12 @@ def test_suite_script_runs_the_library(tmp_path):
         assert (held.returncode == 0) == ok, held.stderr
     assert "Error: not the same bytes as the bundle's artifacts: tiny-f32-small (ffffffffffff" in held.stderr
     assert Report.from_json((tmp_path / "held.json").read_text()).settings["kiln_source"] == bundle_source
+    apart = tmp_path / "apart"  # --same-as takes several bundles of one revision, not of two
+    apart.mkdir()
+    header = json.loads((tmp_path / "bundle" / "bundle.json").read_text())
+    (apart / "bundle.json").write_text(json.dumps({**header, "settings": {**header["settings"], "kiln_source": "0ther"}, "entries": []}))
+    mixed = suite("merge", old, "--same-as", tmp_path / "bundle", "--same-as", apart, "-o", tmp_path / "mixed.json")
+    assert mixed.returncode == 1 and "the --same-as bundles were compiled from different kiln sources" in mixed.stderr
     again = suite("merge", output, output, "-o", tmp_path / "twice.json")
     assert again.returncode == 1 and "Error: cases timed in more than one part: tiny-f32-small" in again.stderr
     assert "Traceback" not in again.stderr and not (tmp_path / "twice.json").exists()
