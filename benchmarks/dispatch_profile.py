@@ -104,27 +104,23 @@ def profile_on_cpu(
                 f"iree-benchmark-module failed (exit {run.returncode}): {run.stderr.strip()[-2000:]}"
             )
         benchmark = json.loads(run.stdout)["benchmarks"][0]
-        summary, events = (
-            subprocess.run(
-                [str(TOOLS / "iree-profile"), "dispatch", *extra, "--format=jsonl", str(folder / "p.ireeprof")],
-                capture_output=True, text=True, check=True,
-            ).stdout.splitlines()
-            for extra in ([], ["--dispatch_events"])
-        )  # fmt: skip
-    groups = [json.loads(line) for line in summary]
-    groups = [group for group in groups if group["type"] in ("host_dispatch_group", "dispatch_group")]
+        events = subprocess.run(
+            [str(TOOLS / "iree-profile"), "dispatch", "--dispatch_events", "--format=jsonl", str(folder / "p.ireeprof")],
+            capture_output=True, text=True, check=True,
+        ).stdout.splitlines()  # fmt: skip
+    events = [json.loads(line) for line in events]
+    by_site = sites(events, threads)
+    functions: dict[str, dict] = {}  # the sites summed by dispatch function
+    for site in by_site:
+        function = functions.setdefault(site["name"], {"name": site["name"], "count": 0, "total_ns": 0})
+        function["count"] += site["count"]
+        function["total_ns"] += site["total_ns"]
     return {  # the profile holds the warm-up calls too: every dispatch runs at least once a call
-        "calls": min((group["count"] for group in groups), default=1),
-        "workgroups": {group["key"]: group.get("last_workgroup_count") for group in groups},
+        "calls": min((function["count"] for function in functions.values()), default=1),
+        "workgroups": {event["key"]: event["workgroup_count"] for event in events if "workgroup_count" in event},
         "call_ms": benchmark["real_time"] / 1e6 if benchmark["time_unit"] == "ns" else benchmark["real_time"],
-        "sites": sites([json.loads(line) for line in events], threads),
-        "dispatches": sorted(
-            (
-                {"name": group["key"], "count": group["count"], "total_ns": group["total_ns"]}
-                for group in groups
-            ),
-            key=lambda group: -group["total_ns"],
-        ),
+        "sites": by_site,
+        "dispatches": sorted(functions.values(), key=lambda function: -function["total_ns"]),
     }
 
 

@@ -446,9 +446,10 @@ def test_suite_script_runs_the_library(tmp_path):
     assert "tiny-f32-large" in (tmp_path / "merged" / "tiny.md").read_text()
     # A case records the digest of the artifact it timed; `merge --same-as BUNDLE` takes a part timed at
     # another revision when its artifacts are the bundle's, with digests from a sidecar for old parts.
-    bundle_source = json.loads((tmp_path / "bundle" / "bundle.json").read_text())["settings"]["kiln_source"]
+    header = json.loads((tmp_path / "bundle" / "bundle.json").read_text())
+    bundle_source = header["settings"]["kiln_source"]
     digest = report.cases[0].artifact
-    (entry,) = [e for e in json.loads((tmp_path / "bundle" / "bundle.json").read_text())["entries"] if e["name"] == "tiny-f32-small"]
+    (entry,) = [e for e in header["entries"] if e["name"] == "tiny-f32-small"]
     assert digest == hashlib.sha256((tmp_path / "bundle" / entry["artifact"]).read_bytes()).hexdigest()
     old = tmp_path / "old.json"
     old_settings = {**report.settings, "kiln_source": "0ld"}
@@ -461,7 +462,6 @@ def test_suite_script_runs_the_library(tmp_path):
     assert Report.from_json((tmp_path / "held.json").read_text()).settings["kiln_source"] == bundle_source
     apart = tmp_path / "apart"  # --same-as takes several bundles of one revision, not of two
     apart.mkdir()
-    header = json.loads((tmp_path / "bundle" / "bundle.json").read_text())
     (apart / "bundle.json").write_text(json.dumps({**header, "settings": {**header["settings"], "kiln_source": "0ther"}, "entries": []}))
     mixed = suite("merge", old, "--same-as", tmp_path / "bundle", "--same-as", apart, "-o", tmp_path / "mixed.json")
     assert mixed.returncode == 1 and "the --same-as bundles were compiled from different kiln sources" in mixed.stderr
