@@ -249,8 +249,9 @@ def merge_command(parts: tuple[Path, ...], held: tuple[Path, ...], output: Path)
       CUDA_VISIBLE_DEVICES=0 taskset -c 0-15 python benchmarks/suite.py time B --only 'a*' --threads 16 -o p0.json &
       CUDA_VISIBLE_DEVICES=1 taskset -c 16-31 python benchmarks/suite.py time B --only 'b*' --threads 16 -o p1.json &
       wait; python benchmarks/suite.py merge p0.json p1.json -o results/real-cuda-h200.json
-    Parts timed at older revisions whose artifacts a bundle compiled now still has:
-      python benchmarks/suite.py merge old.json new.json --same-as .device-carry/now -o results/real-cuda-h200.json
+    Parts timed at older revisions whose artifacts a bundle compiled now still has, and the cases
+    whose artifacts changed timed again from that bundle (those timings replace the older ones):
+      python benchmarks/suite.py merge old.json again.json --same-as .device-carry/now -o results/real-cuda-h200.json
     """
     try:
         reports = [_with_sidecar_digests(Report.from_json(part.read_text()), part) for part in parts]

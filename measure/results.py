@@ -148,8 +148,10 @@ def merge_reports(parts: Sequence[Report], held: Held | None = None) -> Report:
     """One run from the reports of its parts: the shards of a run timed side by side on a host's
     GPUs, or the calls a device's time limit cut it into. The parts must have timed one kiln source
     with one set of versions on one kind of device, or, with `held`, artifacts byte-identical to
-    `held`'s, wherever compiled; a case timed twice is an error, not a choice. Each part's command
-    and start stay in `settings["parts"]`; the others' share of the CPUs is the largest of any part's."""
+    `held`'s, wherever compiled; a case timed twice is an error, not a choice, except that with
+    `held` a timing of an artifact that has since changed gives way to one of `held`'s artifact (the
+    changed cases timed again; `settings["superseded"]` names them). Each part's command and start
+    stay in `settings["parts"]`; the others' share of the CPUs is the largest of any part's."""
     if not parts:
         raise ValueError("no reports to merge")
     first = parts[0]
@@ -164,7 +166,9 @@ def merge_reports(parts: Sequence[Report], held: Held | None = None) -> Report:
             "artifacts are the same bytes as every part's lets them merge)"
         )
     cases = [case for part in parts for case in part.cases]
+    superseded: list[str] = []
     if held is not None:
+        cases, superseded = _timed_again(cases, held)
         _check_held(cases, held)
     twice = sorted(name for name, count in Counter(case.name for case in cases).items() if count > 1)
     if twice:
@@ -181,12 +185,22 @@ def merge_reports(parts: Sequence[Report], held: Held | None = None) -> Report:
         settings={
             **first.settings,
             **({"kiln_source": held.source, "timed_sources": sources} if held is not None else {}),
+            **({"superseded": superseded} if superseded else {}),
             **({"compile_command": " ; ".join(compiled)} if compiled else {}),
             "parts": [{"created": part.created, "command": part.command, "cases": len(part.cases)} for part in parts],
         },
         cases=tuple(cases),
         overhead=next((part.overhead for part in parts if part.overhead), {}),
     )
+
+
+def _timed_again(cases: Sequence[CaseResult], held: Held) -> tuple[list[CaseResult], list[str]]:
+    """`cases` less the timings of artifacts other than `held`'s where the same case was timed
+    again on `held`'s artifact, and the names of the cases that were."""
+    current = {case.name for case in cases if case.artifact is not None and case.artifact == held.digests.get(case.name)}
+    stale = [case for case in cases if case.name in current and case.artifact != held.digests.get(case.name)]
+    kept = [case for case in cases if not any(case is old for old in stale)]
+    return kept, sorted({case.name for case in stale})
 
 
 def _check_held(cases: Sequence[CaseResult], held: Held) -> None:

@@ -251,6 +251,12 @@ def test_merged_report_is_one_run_of_its_parts():
     changed = later.with_cases(replace(c, artifact="4" * 64) for c in later.cases)
     with pytest.raises(ValueError, match=r"b-f32-small \(444444444444, the bundle's 333333333333\)"):
         merge_reports([recorded(first), changed], held)
+    # A changed artifact timed again on the bundle's bytes replaces the older timing; twice on them is an error.
+    again = merge_reports([recorded(first), changed, recorded(later)], held)
+    assert [c.name for c in again.cases] == ["a-f32-small", "a-f32-large", "b-f32-small"]
+    assert again.cases[-1].artifact == "3" * 64 and again.settings["superseded"] == ["b-f32-small"]
+    with pytest.raises(ValueError, match="more than one part: b-f32-small"):
+        merge_reports([recorded(first), recorded(later), recorded(later)], held)
     with pytest.raises(ValueError, match="more than one part: a-f32-small"):
         merge_reports([first, part("2026-01-01T00:00:00Z", "x", 0.0, "a-f32-small")])
     with pytest.raises(ValueError, match="differ in device"):
