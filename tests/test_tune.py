@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 from click.testing import CliRunner
+from torch import nn
 from iree.compiler.tools.binaries import find_tool
 
 import kiln
@@ -219,3 +221,25 @@ def test_the_command_line_defaults_are_the_library_s():
         limits.sweeps,
         limits.min_gain,
     ]
+
+
+class RmsNorm(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+
+def test_split_for_threads_gives_iree_s_own_dispatches_more_workgroups(tmp_path):
+    """IREE splits a norm over 512 rows into 16 workgroups by default, one per worker of a 16-core host;
+    the knob's other choice splits it for 32 threads (benchmarks/NOTES.md, "Idle workers on the Xeon")."""
+    from kiln.compiler import run_pipeline, spec_from_module
+
+    knob = next(knob for knob in SPACES["llvm-cpu"] if knob.name == "split-for-threads")
+
+    def workgroups(choice: Choice) -> set[str]:
+        dumps = tmp_path / choice.label
+        options = CompileOptions(cpu="haswell", dump_dir=dumps, extra_iree_flags=choice.iree_flags)
+        run_pipeline(spec_from_module(RmsNorm(), (torch.randn(512, 2048),)), options)
+        hal = next(dumps.glob("*-vmfb-*-hal.mlir")).read_text()
+        return set(re.findall(r"workgroups\(\[(%c\d+), %c1, %c1\]\)", hal))
+
+    assert [workgroups(choice) for choice in knob.choices] == [{"%c16"}, {"%c32"}]

@@ -26,15 +26,6 @@ if TYPE_CHECKING:
 STAGE = "target"
 
 
-# IREE's CPU codegen splits a dispatch into at most twice this many workgroups (its default, 8, gives
-# 16: one per worker on a 16-core host, where the runtime starts one worker per physical core, up to
-# 64). On the 16-core Xeon, IREE's workers then sat idle half of every dispatch in the real decoders,
-# kiln's kernel calls included (their grids unchanged); with 32 (up to 64 workgroups) a call took
-# 0.68x (Llama-3.2-1B bf16), 0.72x (Mistral-7B bf16) and 0.71x (Phi-2 f32) as long at 1 x 512, and
-# on 2 cores 0.97-1.06x (benchmarks/NOTES.md, "Idle workers on the Xeon").
-DISTRIBUTION_THREADS = 32
-
-
 def _cpu_flags(options: CompileOptions, arch: ArchChoice | None) -> list[str]:
     if options.gpu_arch is not None:
         from kiln.targets import GPU_TARGETS  # the registry, which imports this room
@@ -57,7 +48,6 @@ def _cpu_flags(options: CompileOptions, arch: ArchChoice | None) -> list[str]:
         f"--iree-llvmcpu-stack-allocation-limit={CPU_STACK_ALLOCATION_LIMIT}",
         # float64 stays float64, as in eager PyTorch: CPUs compute it natively (IREE demotes it by default).
         "--iree-input-demote-f64-to-f32=false",
-        f"--iree-llvmcpu-number-of-threads={DISTRIBUTION_THREADS}",
     ]
 
 

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
-import torch
-from torch import nn
 
-from kiln.compiler import run_pipeline, spec_from_module
 from kiln.compiler.options import CompileOptions
 from kiln.passes import DEFAULT_PIPELINE, with_placements
 from kiln.targets.llvm_cpu.kernels.provider import CpuKernels
@@ -45,22 +39,3 @@ def test_kernels_by_isa_and_handoff():
 def test_the_driver_is_the_targets_unless_one_is_asked_for():
     assert resolve(CompileOptions()).driver == "local-task"
     assert resolve(CompileOptions(cpu_driver="local-sync")).driver == "local-sync"
-
-
-class RmsNorm(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
-
-
-def test_iree_splits_its_dispatches_for_more_workers_than_its_default(tmp_path: Path) -> None:
-    """IREE's default (8 threads) splits a norm over 512 rows into 16 workgroups, one per worker of a
-    16-core host, which left them idle half the time; kiln asks for up to 64. A user's flag still wins."""
-
-    def workgroups(dumps: Path, *iree_flags: str) -> set[str]:
-        options = CompileOptions(cpu="haswell", dump_dir=dumps, extra_iree_flags=iree_flags)
-        run_pipeline(spec_from_module(RmsNorm(), (torch.randn(512, 2048),)), options)
-        hal = next(dumps.glob("*-vmfb-*-hal.mlir")).read_text()
-        return set(re.findall(r"workgroups\(\[(%c\d+), %c1, %c1\]\)", hal))
-
-    assert workgroups(tmp_path / "kiln") == {"%c32"}
-    assert workgroups(tmp_path / "user", "--iree-llvmcpu-number-of-threads=8") == {"%c16"}
