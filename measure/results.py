@@ -197,10 +197,12 @@ def merge_reports(parts: Sequence[Report], held: Held | None = None) -> Report:
 def _timed_again(cases: Sequence[CaseResult], held: Held) -> tuple[list[CaseResult], list[str]]:
     """`cases` less the timings of artifacts other than `held`'s where the same case was timed
     again on `held`'s artifact, and the names of the cases that were."""
-    current = {case.name for case in cases if case.artifact is not None and case.artifact == held.digests.get(case.name)}
-    stale = [case for case in cases if case.name in current and case.artifact != held.digests.get(case.name)]
-    kept = [case for case in cases if not any(case is old for old in stale)]
-    return kept, sorted({case.name for case in stale})
+    def held_bytes(case: CaseResult) -> bool:
+        return case.artifact is not None and case.artifact == held.digests.get(case.name)
+
+    current = {case.name for case in cases if held_bytes(case)}
+    stale = {case.name for case in cases if case.name in current and not held_bytes(case)}
+    return [case for case in cases if case.name not in stale or held_bytes(case)], sorted(stale)
 
 
 def _check_held(cases: Sequence[CaseResult], held: Held) -> None:
